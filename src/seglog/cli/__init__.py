@@ -1,0 +1,1 @@
+"""seglog.cli layer (see DESIGN.md)."""

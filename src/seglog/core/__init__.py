@@ -1,0 +1,1 @@
+"""seglog.core layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""seglog.engine layer (see DESIGN.md)."""

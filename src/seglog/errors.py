@@ -1,0 +1,57 @@
+"""Typed errors of seglog.
+
+Every error raised for bad input names *what* is wrong and *where*: the file (when there is
+one), the byte position inside it, and the broken invariant. ``assert`` is reserved for our
+own bugs; anything a user, a disk or a peer can cause raises one of these.
+"""
+
+from __future__ import annotations
+
+
+class SeglogError(Exception):
+    """Base class of every error seglog raises on purpose."""
+
+
+class CorruptRecordError(SeglogError):
+    """Bytes that should hold a record batch (or legacy message) do not.
+
+    ``position`` is the byte position of the batch inside the buffer or file, ``path`` the
+    file when known, and ``reason`` the broken invariant (bad CRC, impossible length, ...).
+    """
+
+    def __init__(self, reason: str, *, position: int | None = None, path: str | None = None):
+        self.reason = reason
+        self.position = position
+        self.path = path
+        where = []
+        if path is not None:
+            where.append(path)
+        if position is not None:
+            where.append(f"position {position}")
+        prefix = f"{' at '.join(where)}: " if where else ""
+        super().__init__(f"{prefix}{reason}")
+
+    def at(self, *, path: str | None = None, base_position: int = 0) -> CorruptRecordError:
+        """Return the same error re-anchored in a file (positions shifted by base_position)."""
+        position = None if self.position is None else self.position + base_position
+        return type(self)(self.reason, position=position, path=path or self.path)
+
+
+class InvalidRecordError(SeglogError):
+    """A record or batch that is well-formed bytes but breaks a rule (for writers and builders)."""
+
+
+class RecordTooLargeError(InvalidRecordError):
+    """A record (or batch) that exceeds a configured size limit."""
+
+
+class UnsupportedCodecError(SeglogError):
+    """A compression codec id outside Kafka's 0..4 or a codec not valid for the magic."""
+
+
+class InvalidConfigError(SeglogError, ValueError):
+    """A configuration key or value that is unknown, malformed or out of range."""
+
+
+class OffsetOutOfRangeError(SeglogError):
+    """An offset below the log start or above the log end."""

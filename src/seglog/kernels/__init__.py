@@ -1,0 +1,1 @@
+"""seglog.kernels layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""seglog.spark layer (see DESIGN.md)."""

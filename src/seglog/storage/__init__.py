@@ -1,0 +1,1 @@
+"""seglog.storage layer (see DESIGN.md)."""

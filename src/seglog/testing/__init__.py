@@ -1,0 +1,1 @@
+"""Shipped test helpers: hypothesis strategies, log builders and (later) fault injection."""
