@@ -55,3 +55,45 @@ class InvalidConfigError(SeglogError, ValueError):
 
 class OffsetOutOfRangeError(SeglogError):
     """An offset below the log start or above the log end."""
+
+
+class CorruptIndexError(SeglogError):
+    """Bytes of an ``.index`` / ``.timeindex`` (or ``.txnindex``) file that break its layout.
+
+    ``position`` is the byte position inside the index buffer or file, ``path`` the file when
+    known, and ``reason`` the broken invariant (size not a multiple of the entry size, offsets
+    going backwards, an entry below the segment's base offset, ...).
+    """
+
+    def __init__(self, reason: str, *, position: int | None = None, path: str | None = None):
+        self.reason = reason
+        self.position = position
+        self.path = path
+        where = []
+        if path is not None:
+            where.append(path)
+        if position is not None:
+            where.append(f"position {position}")
+        prefix = f"{' at '.join(where)}: " if where else ""
+        super().__init__(f"{prefix}{reason}")
+
+    def at(self, *, path: str | None = None, base_position: int = 0) -> CorruptIndexError:
+        """Return the same error re-anchored in a file (positions shifted by base_position)."""
+        position = None if self.position is None else self.position + base_position
+        return type(self)(self.reason, position=position, path=path or self.path)
+
+
+class UnreadableFileError(SeglogError):
+    """A file that cannot be read: missing, a directory, no permission, or an I/O error.
+
+    ``path`` is the file and ``reason`` what the operating system said.
+    """
+
+    def __init__(self, reason: str, *, path: str):
+        self.reason = reason
+        self.path = path
+        super().__init__(f"cannot read {path}: {reason}")
+
+
+class InvalidFileNameError(SeglogError, ValueError):
+    """A file name that does not follow Kafka's naming (e.g. no numeric base offset prefix)."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from seglog.errors import CorruptRecordError, InvalidRecordError
 from seglog.format.compression import (
@@ -79,6 +80,8 @@ NO_PARTITION_LEADER_EPOCH = -1
 
 HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
 _CRC_AND_AFTER = struct.Struct(">I")
+# attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount: 1 byte at least
+_MIN_RECORD_BODY_BYTES = 6
 
 
 def _wrap_sequence(sequence: int) -> int:
@@ -240,7 +243,10 @@ def parse_batch_header(buf: Buffer, position: int) -> RecordBatch:
     """
     fields = HEADER_STRUCT.unpack_from(buf, position)
     size = fields[1] + LOG_OVERHEAD
-    return RecordBatch(position, *fields, raw=memoryview(buf)[position : position + size])
+    # One star-argument tuple: mypy cannot count a struct tuple's fields, so passing `raw`
+    # separately reads to it as a duplicate or an extra argument.
+    arguments: tuple[Any, ...] = (position, *fields, memoryview(buf)[position : position + size])
+    return RecordBatch(*arguments)
 
 
 def decode_records(
@@ -261,7 +267,13 @@ def decode_records(
     try:
         for _ in range(records_count):
             length, pos = decode_varint(buf, pos, end, MAX_VARINT_BYTES)
-            if length < 0 or pos + length > end:
+            if length < _MIN_RECORD_BODY_BYTES:
+                # Checked before reading the attributes byte, which would otherwise lie
+                # past the end of the section for a final record of length 0.
+                raise CorruptRecordError(
+                    f"record length {length} is below the minimum {_MIN_RECORD_BODY_BYTES}"
+                )
+            if pos + length > end:
                 raise CorruptRecordError(
                     f"record length {length} runs past the records section ({end - pos} left)"
                 )
@@ -297,8 +309,9 @@ def decode_records(
             if header_count:
                 headers, pos = _decode_headers(buf, pos, record_end, header_count)
             if pos != record_end:
+                used = length - (record_end - pos)
                 raise CorruptRecordError(
-                    f"record declares {length} bytes but its fields use {length - (record_end - pos)}"
+                    f"record declares {length} bytes but its fields use {used}"
                 )
             append(
                 Record(
@@ -319,9 +332,7 @@ def decode_records(
     return out
 
 
-def _decode_headers(
-    buf: Buffer, pos: int, end: int, count: int
-) -> tuple[tuple[Header, ...], int]:
+def _decode_headers(buf: Buffer, pos: int, end: int, count: int) -> tuple[tuple[Header, ...], int]:
     headers = []
     for _ in range(count):
         key_length, pos = decode_varint(buf, pos, end, MAX_VARINT_BYTES)

@@ -16,7 +16,9 @@ Each log entry (big-endian)::
 
 A compressed entry is a wrapper whose value is the compressed concatenation of inner entries
 (same layout, uncompressed). Inner offsets are absolute in v0 and relative (0..n-1) in v1,
-where ``absolute = wrapperOffset - lastInnerRelative + innerRelative``. In v1 a LogAppendTime
+where ``absolute = wrapperOffset - lastInnerRelative + innerRelative`` (Kafka applies this only
+when ``wrapperOffset - lastInnerRelative >= 0``; an unassigned producer-side wrapper keeps its
+inner offsets as written). A wrapper with no inner message is corrupt. In v1 a LogAppendTime
 wrapper's timestamp overrides the inner timestamps. v0 has no timestamps (-1). Nothing here
 writes these formats: seglog only ever writes v2.
 """
@@ -201,6 +203,24 @@ class LegacyBatch:
         """The entry's records with absolute offsets (inner records of a wrapper)."""
         return self._records
 
+    def record_checksums(self) -> list[tuple[int, bool]]:
+        """``(stored CRC, is valid)`` of each record in :meth:`records` order (inner messages
+        of a compressed wrapper carry their own CRC-32), as kafka-dump-log prints them."""
+        if self.compression is CompressionType.NONE:
+            return [(self.crc, self.is_valid())]
+        self.records()  # raises CorruptRecordError, positioned, if the wrapper is damaged
+        assert self.value is not None
+        inner = decompress(self.compression, self.value, DEFAULT_MAX_DECOMPRESSED_BYTES)
+        checksums = []
+        pos = 0
+        while pos < len(inner):
+            (size,) = _INT32.unpack_from(inner, pos + 8)
+            (crc,) = struct.unpack_from(">I", inner, pos + 12)
+            message_end = pos + LOG_OVERHEAD + size
+            checksums.append((crc, crc == crc32_ieee(memoryview(inner)[pos + 16 : message_end])))
+            pos = message_end
+        return checksums
+
     @cached_property
     def _records(self) -> list[Record]:
         codec = self.compression
@@ -219,14 +239,22 @@ class LegacyBatch:
                 position=self.position,
             ) from exc
         if not messages:
-            return []
+            # Kafka: "Found invalid compressed record set with no inner records".
+            raise CorruptRecordError(
+                f"compressed legacy wrapper at offset {self.offset} has no inner messages",
+                position=self.position,
+            )
         if self.magic == 0:
             return [Record(m.offset, NO_TIMESTAMP, m.key, m.value) for m in messages]
-        last_relative = messages[-1].offset
+        # As Kafka's DeepRecordsIterator: inner offsets are made absolute only when
+        # wrapperOffset - lastInnerOffset >= 0; otherwise (a wrapper whose offset was never
+        # assigned, as a producer sends it) they are kept as written.
+        absolute_base = self.offset - messages[-1].offset
+        shift = absolute_base if absolute_base >= 0 else 0
         log_append = bool(self.attributes & LEGACY_TIMESTAMP_TYPE_MASK)
         return [
             Record(
-                self.offset - last_relative + m.offset,
+                shift + m.offset,
                 self.timestamp if log_append else m.timestamp,
                 m.key,
                 m.value,

@@ -1,0 +1,38 @@
+# seglog: one Makefile for the two commands (`make run`, `make test`) and the rest.
+# Every target installs what it needs first, so each works on a fresh clone.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-stamp
+EXTRAS ?= spark,test,dev
+DATA_DIR ?= data
+
+.PHONY: install run test check bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "seglog needs Python >= 3.11; set PYTHON=/path/to/python3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS)]"
+	@touch $(STAMP)
+
+run: install
+	$(VENV)/bin/seglog demo --data-dir $(DATA_DIR)
+
+test: install
+	$(PY) -m pytest -q
+
+check: install
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/ruff format --check src tests bench
+	$(VENV)/bin/mypy --strict src/seglog
+	$(VENV)/bin/lint-imports
+
+bench: install
+	$(PY) -m bench.run_all
+
+clean:
+	rm -rf $(VENV) $(DATA_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis

@@ -1,0 +1,38 @@
+"""Run every benchmark of the suite in turn (the Makefile's ``bench`` target).
+
+Each benchmark times seglog beside its peers in the same process and prints Markdown tables
+with ratios; the raw samples go to ``bench/results/*.json`` (git-ignored). Arguments are
+passed to every benchmark, e.g. ``--quick`` for a smoke run.
+
+Run: ``.venv/bin/python -m bench.run_all [--quick] [--size-mb N] [--repeat N]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: python bench/run_all.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import bench_format
+
+BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
+    "format": bench_format.main,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run each benchmark with ``argv``; the exit status is the first failure's, else 0."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    status = 0
+    for name, run in BENCHMARKS.items():
+        print(f"\n=== bench {name} ===\n", flush=True)
+        result = run(args)
+        status = status or result
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
