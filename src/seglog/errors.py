@@ -7,16 +7,17 @@ own bugs; anything a user, a disk or a peer can cause raises one of these.
 
 from __future__ import annotations
 
+from typing import Self
+
 
 class SeglogError(Exception):
     """Base class of every error seglog raises on purpose."""
 
 
-class CorruptRecordError(SeglogError):
-    """Bytes that should hold a record batch (or legacy message) do not.
+class PositionedError(SeglogError):
+    """An error about bytes at a known place: ``path`` (when a file) and byte ``position``.
 
-    ``position`` is the byte position of the batch inside the buffer or file, ``path`` the
-    file when known, and ``reason`` the broken invariant (bad CRC, impossible length, ...).
+    ``reason`` is the broken invariant; the message reads ``<path> at position <n>: <reason>``.
     """
 
     def __init__(self, reason: str, *, position: int | None = None, path: str | None = None):
@@ -31,10 +32,18 @@ class CorruptRecordError(SeglogError):
         prefix = f"{' at '.join(where)}: " if where else ""
         super().__init__(f"{prefix}{reason}")
 
-    def at(self, *, path: str | None = None, base_position: int = 0) -> CorruptRecordError:
+    def at(self, *, path: str | None = None, base_position: int = 0) -> Self:
         """Return the same error re-anchored in a file (positions shifted by base_position)."""
         position = None if self.position is None else self.position + base_position
         return type(self)(self.reason, position=position, path=path or self.path)
+
+
+class CorruptRecordError(PositionedError):
+    """Bytes that should hold a record batch (or legacy message) do not.
+
+    ``position`` is the byte position of the batch inside the buffer or file, ``path`` the
+    file when known, and ``reason`` the broken invariant (bad CRC, impossible length, ...).
+    """
 
 
 class InvalidRecordError(SeglogError):
@@ -57,30 +66,13 @@ class OffsetOutOfRangeError(SeglogError):
     """An offset below the log start or above the log end."""
 
 
-class CorruptIndexError(SeglogError):
+class CorruptIndexError(PositionedError):
     """Bytes of an ``.index`` / ``.timeindex`` (or ``.txnindex``) file that break its layout.
 
     ``position`` is the byte position inside the index buffer or file, ``path`` the file when
     known, and ``reason`` the broken invariant (size not a multiple of the entry size, offsets
     going backwards, an entry below the segment's base offset, ...).
     """
-
-    def __init__(self, reason: str, *, position: int | None = None, path: str | None = None):
-        self.reason = reason
-        self.position = position
-        self.path = path
-        where = []
-        if path is not None:
-            where.append(path)
-        if position is not None:
-            where.append(f"position {position}")
-        prefix = f"{' at '.join(where)}: " if where else ""
-        super().__init__(f"{prefix}{reason}")
-
-    def at(self, *, path: str | None = None, base_position: int = 0) -> CorruptIndexError:
-        """Return the same error re-anchored in a file (positions shifted by base_position)."""
-        position = None if self.position is None else self.position + base_position
-        return type(self)(self.reason, position=position, path=path or self.path)
 
 
 class UnreadableFileError(SeglogError):

@@ -16,7 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from seglog.errors import CorruptRecordError, UnsupportedCodecError
-from seglog.format.compression import CompressionType, compress, decompress
+from seglog.format.compression import (
+    CompressionType,
+    compress,
+    decompress,
+    max_compressed_size,
+)
 
 CODECS = [c for c in CompressionType if c is not CompressionType.NONE]
 # Text-like data that compresses, long enough to span several snappy (32 KiB) and lz4 (64 KiB)
@@ -58,6 +63,24 @@ def test_round_trip(codec: CompressionType, data: bytes) -> None:
 def test_round_trip_property(codec: CompressionType, data: bytes, level: int) -> None:
     assert decompress(codec, compress(codec, data)) == data
     assert decompress(codec, compress(codec, data, level)) == data
+
+
+@pytest.mark.parametrize("codec", list(CompressionType))
+def test_max_compressed_size_bounds_incompressible_input(codec: CompressionType) -> None:
+    sizes = [*range(0, 70), 1000, 32767, 32768, 32769, 65536, 65537, 131071, 131072, 150_000]
+    levels: list[int | None] = [None]
+    if codec is CompressionType.GZIP:
+        levels += [0, 1, 9]
+    elif codec is CompressionType.LZ4:
+        levels += [1, 16]
+    elif codec is CompressionType.ZSTD:
+        levels += [1, 19]
+    for size in sizes:
+        bound = max_compressed_size(codec, size)
+        assert bound >= size
+        for level in levels:
+            assert len(compress(codec, RANDOM[:size], level)) <= bound, (size, level)
+    assert max_compressed_size(CompressionType.NONE, 12345) == 12345
 
 
 def test_compression_is_deterministic() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import struct
 from pathlib import Path
@@ -55,10 +56,10 @@ def test_demo_indexes_point_at_batch_starts(tmp_path: Path, capsys: pytest.Captu
     assert position == len(log)
     entries = list(struct.iter_unpack(">ii", index))
     assert entries, "a 4000-record segment spans many index intervals"
-    assert all(a[0] < b[0] and a[1] < b[1] for a, b in zip(entries, entries[1:], strict=False))
+    assert all(a[0] < b[0] and a[1] < b[1] for a, b in itertools.pairwise(entries))
     for relative_offset, batch_position in entries:
         assert starts[batch_position] == relative_offset
     times = list(struct.iter_unpack(">qi", timeindex))
-    assert all(a[0] < b[0] for a, b in zip(times, times[1:], strict=False))
+    assert all(a[0] < b[0] for a, b in itertools.pairwise(times))
     last_offsets = set(starts.values())
     assert all(offset in last_offsets for _, offset in times)

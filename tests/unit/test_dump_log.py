@@ -85,20 +85,24 @@ def test_examples_match_our_encoder() -> None:
 # --- the spec §18.1 example, byte for byte ------------------------------------------------------
 
 
+# Spec §18.1 example, verbatim (Example A of §3.8 dumped with --print-data-log).
+SPEC_EXAMPLE_PATH = "/data/t-0/00000000000000000000.log"
+SPEC_EXAMPLE_OUTPUT = """\
+Dumping /data/t-0/00000000000000000000.log
+Log starting offset: 0
+baseOffset: 0 lastOffset: 1 count: 2 baseSequence: -1 lastSequence: -1 producerId: -1 producerEpoch: -1 partitionLeaderEpoch: 0 isTransactional: false isControl: false deleteHorizonMs: OptionalLong.empty position: 0 CreateTime: 1700000000005 size: 83 magic: 2 compresscodec: none crc: 12460861 isvalid: true
+| offset: 0 CreateTime: 1700000000000 keySize: 1 valueSize: 1 sequence: -1 headerKeys: [] key: k payload: v
+| offset: 1 CreateTime: 1700000000005 keySize: 2 valueSize: -1 sequence: -1 headerKeys: [h] key: k2
+"""  # noqa: E501
+
+
 def test_spec_example_print_data_log_exactly(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     log = write(tmp_path, "00000000000000000000.log", EXAMPLE_A)
     status, out, err = run_cli(capsys, "dump-log", "--print-data-log", log)
-    assert out == (
-        f"Dumping {log}\n"
-        "Log starting offset: 0\n"
-        f"{EXAMPLE_A_BATCH_LINE}\n"
-        "| offset: 0 CreateTime: 1700000000000 keySize: 1 valueSize: 1 sequence: -1 "
-        "headerKeys: [] key: k payload: v\n"
-        "| offset: 1 CreateTime: 1700000000005 keySize: 2 valueSize: -1 sequence: -1 "
-        "headerKeys: [h] key: k2\n"
-    )
+    # Byte for byte; only the path differs (the spec's /data/t-0 is not writable here).
+    assert out == SPEC_EXAMPLE_OUTPUT.replace(SPEC_EXAMPLE_PATH, str(log))
     assert err == ""
     assert status == 0
 
@@ -319,6 +323,20 @@ def test_json_without_deep_iteration_has_no_records(
     _, out, _ = run_cli(capsys, "dump-log", "--json", log)
     (obj,) = (json.loads(line) for line in out.splitlines())
     assert "records" not in obj and obj["crc"] == 12460861
+
+
+def test_json_keeps_diagnostics_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = write(tmp_path, "00000000000000000000.log", EXAMPLE_A + EXAMPLE_B[:30])
+    empty = write(tmp_path, "00000000000000000000.index", b"")
+    status, out, err = run_cli(capsys, "dump-log", "--json", log, empty)
+    assert [json.loads(line)["baseOffset"] for line in out.splitlines()] == [0]
+    assert err.splitlines() == [
+        "Found 30 invalid bytes at the end of 00000000000000000000.log",
+        f"{empty} is empty.",
+    ]
+    assert status == 0
 
 
 # --- torn tails, corruption, CRC mismatches -----------------------------------------------------
@@ -629,3 +647,98 @@ def test_console_script_subprocess(tmp_path: Path) -> None:
     assert missing.stderr.strip() == (
         f"seglog: error: cannot read {missing_log}: No such file or directory"
     )
+
+
+# --- control records, KRaft snapshots, .txnindex ------------------------------------------------
+
+
+def control_batch(base_offset: int, records: list[tuple[int, bytes]]) -> bytes:
+    """A control batch whose records have keys (version 0, type) and the given values."""
+    return encode_batch(
+        [
+            Record(base_offset + i, TS, struct.pack(">hh", 0, type_id), value)
+            for i, (type_id, value) in enumerate(records)
+        ],
+        is_control=True,
+        partition_leader_epoch=1,
+    )
+
+
+def test_control_record_types(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    voters = (
+        struct.pack(">h", 0)
+        + b"\x02"  # one voter
+        + struct.pack(">i", 1)
+        + bytes(range(16))
+        + b"\x02"  # one endpoint
+        + b"\x0bCONTROLLER"
+        + b"\x0alocalhost"
+        + struct.pack(">H", 9093)
+        + b"\x00"  # endpoint tagged fields
+        + struct.pack(">hh", 0, 1)
+        + b"\x00"  # feature tagged fields
+        + b"\x00"  # voter tagged fields
+        + b"\x00"  # record tagged fields
+    )
+    batch = control_batch(
+        0,
+        [
+            (3, struct.pack(">hq", 0, 1234) + b"\x00"),
+            (5, struct.pack(">hh", 0, 1) + b"\x00"),
+            (6, voters),
+            (2, b"\x00\x00"),
+            (99, b""),
+            (4, struct.pack(">h", 0) + b"\x00"),
+            (0, struct.pack(">hi", 0, 7)),
+        ],
+    )
+    snapshot = write(tmp_path, "00000000000000000007-0000000002.checkpoint", batch)
+    status, out, err = run_cli(capsys, "dump-log", "--print-data-log", snapshot)
+    lines = out.splitlines()
+    assert lines[1] == "Snapshot end offset: 7, epoch: 2"
+    suffixes = [line.split("headerKeys: [] ", 1)[1] for line in lines[3:]]
+    assert suffixes == [
+        'SnapshotHeader {"version":0,"lastContainedLogTimestamp":1234}',
+        'KRaftVersion {"version":0,"kRaftVersion":1}',
+        'KRaftVoters {"version":0,"voters":[{"voterId":1,"voterDirectoryId":'
+        '"AAECAwQFBgcICQoLDA0ODw","endpoints":[{"name":"CONTROLLER","host":"localhost",'
+        '"port":9093}],"kRaftVersionFeature":{"minSupportedVersion":0,'
+        '"maxSupportedVersion":1}}]}',
+        "controlType: LEADER_CHANGE(2)",
+        "controlType: UNKNOWN(99)",
+        'SnapshotFooter {"version":0}',
+        "endTxnMarker: ABORT coordinatorEpoch: 7",
+    ]
+    assert (status, err) == (0, "")
+
+
+def test_malformed_control_record_is_an_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = control_batch(0, [(1, b"\x00")])  # COMMIT value shorter than 6 bytes
+    log = write(tmp_path, "00000000000000000000.log", batch)
+    status, out, err = run_cli(capsys, "dump-log", "--deep-iteration", log)
+    assert len(out.splitlines()) == 3  # no record line
+    assert "record at offset 0" in err and "at least 6 bytes" in err
+    assert status == 1
+
+
+def test_txn_index_and_producer_snapshot(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from seglog.format.index import AbortedTxn, encode_txn_index
+
+    txn = write(
+        tmp_path,
+        "00000000000000000000.txnindex",
+        encode_txn_index([AbortedTxn(0, 1000, 5, 9, 10)]),
+    )
+    snapshot = write(tmp_path, "00000000000000000010.snapshot", b"\x00\x01")
+    status, out, err = run_cli(capsys, "dump-log", txn, snapshot)
+    assert out.splitlines() == [
+        f"Dumping {txn}",
+        "version: 0 producerId: 1000 firstOffset: 5 lastOffset: 9 lastStableOffset: 10",
+        f"Dumping {snapshot}",
+    ]
+    assert err.startswith(f"Ignoring unsupported file {snapshot}")
+    assert status == 0

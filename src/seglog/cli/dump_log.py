@@ -33,7 +33,8 @@ batch ``{"file", "baseOffset", "lastOffset", "count", "baseSequence", "lastSeque
 "deleteHorizonMs", "position", "timestampType", "maxTimestamp", "size", "magic",
 "compresscodec", "crc", "isvalid"}`` plus, with deep iteration, ``"records": [{"offset",
 "timestamp", "key", "value", "headers": [[key, value], ...]}]`` where keys and values are
-base64 strings or null; per ``.index`` entry ``{"file", "offset", "position"}``; per
+base64 strings or null (and ``"error"`` with an empty list when records cannot be decoded);
+per ``.index`` entry ``{"file", "offset", "position"}``; per
 ``.timeindex`` entry ``{"file", "timestamp", "offset"}``; per ``.txnindex`` entry ``{"file",
 "version", "producerId", "firstOffset", "lastOffset", "lastStableOffset"}``.
 """
@@ -112,18 +113,21 @@ Print Kafka segment files the way Kafka's kafka-dump-log.sh does (same text, sam
   .index              'offset: O position: P' per entry, each checked against the .log
   .timeindex          'timestamp: T offset: O' per entry, checked against the .log
   .txnindex           one line per aborted transaction
+  .snapshot           not decoded yet (a note on stderr)
   anything else       'Ignoring unknown file PATH' on stderr
 
 Mismatches between an index and its .log are summarized on stderr after all files."""
 
 EPILOG = """\
-JSON output (--json): one object per line on stdout; diagnostics stay on stderr.
+JSON output (--json): one object per line on stdout; diagnostics stay on stderr;
+--skip-record-metadata has no effect.
   batch:       {"file", "baseOffset", "lastOffset", "count", "baseSequence", "lastSequence",
                 "producerId", "producerEpoch", "partitionLeaderEpoch", "isTransactional",
                 "isControl", "deleteHorizonMs", "position", "timestampType", "maxTimestamp",
                 "size", "magic", "compresscodec", "crc", "isvalid"}
                + with --deep-iteration "records": [{"offset", "timestamp", "key", "value",
                  "headers": [[KEY, VALUE], ...]}], KEY a string, key/value/VALUE base64 or null
+                 (and "error": REASON, with "records": [], when they cannot be decoded)
   .index:      {"file", "offset", "position"}
   .timeindex:  {"file", "timestamp", "offset"}
   .txnindex:   {"file", "version", "producerId", "firstOffset", "lastOffset",
@@ -640,6 +644,11 @@ class Dumper:
         else:
             self.emit(line)
 
+    def heading(self, line: str) -> None:
+        """A line introducing a file's dump (text mode only: JSON objects name their file)."""
+        if not self.options.json:
+            self.emit(line)
+
     def error(self, message: str) -> None:
         """Report a problem that makes the exit status 1."""
         self.error_count += 1
@@ -652,8 +661,7 @@ class Dumper:
     # -- dispatch --------------------------------------------------------------------------------
     def dump(self, path: str) -> None:
         """Dump one file, dispatching on the text after the last dot of its name."""
-        if not self.options.json:
-            self.emit(f"Dumping {path}")
+        self.heading(f"Dumping {path}")
         name = os.path.basename(path.rstrip(os.sep)) or path
         suffix = file_suffix(name)
         try:
@@ -689,11 +697,11 @@ class Dumper:
         """Dump a ``.log`` (or ``.checkpoint``) file batch by batch."""
         if suffix == LOG_SUFFIX:
             try:
-                self.info(f"Log starting offset: {offset_from_file_name(name)}")
+                self.heading(f"Log starting offset: {offset_from_file_name(name)}")
             except InvalidFileNameError as exc:
                 self.error(f"{path}: {exc}")
         elif name == BOOTSTRAP_SNAPSHOT_NAME:
-            self.info("KRaft bootstrap snapshot")
+            self.heading("KRaft bootstrap snapshot")
         else:
             snapshot_id = kraft_snapshot_id(name)
             if snapshot_id is None:
@@ -701,7 +709,7 @@ class Dumper:
                     f"{path}: not a KRaft snapshot name (<20-digit offset>-<10-digit epoch>)"
                 )
             else:
-                self.info(f"Snapshot end offset: {snapshot_id[0]}, epoch: {snapshot_id[1]}")
+                self.heading(f"Snapshot end offset: {snapshot_id[0]}, epoch: {snapshot_id[1]}")
         max_bytes = self.options.max_bytes
         with map_file_readonly(path) as buf:
             end = min(len(buf), max_bytes)

@@ -2,10 +2,11 @@
 
 :class:`BatchBuilder` encodes each record as it is appended, so it always knows the exact
 uncompressed size of the batch. A batch is full when the next record would take it over
-``max_batch_bytes`` (header included, uncompressed size: for compressed batches this is the
-conservative estimate Kafka's producer makes, so the compressed batch is never larger). A
-record that alone cannot fit in an empty batch raises ``RecordTooLargeError``: it is never
-silently split or truncated.
+``max_batch_bytes`` (header included). For a compressed batch the test uses the codec's
+worst-case output size for the records (never below their uncompressed size), so the built
+batch stays within the limit even when the records do not compress. A record that alone
+cannot fit in an empty batch raises ``RecordTooLargeError``: it is never silently split or
+truncated.
 
 Offsets are assigned consecutively from ``base_offset`` (a producer builds with base 0 and
 the broker reassigns offsets on append); timestamps are kept as given.
@@ -26,7 +27,7 @@ from seglog.format.batch import (
     encode_record,
     make_attributes,
 )
-from seglog.format.compression import CompressionType, compress
+from seglog.format.compression import CompressionType, compress, max_compressed_size
 from seglog.format.records import NO_TIMESTAMP, Header, Record, TimestampType
 from seglog.format.varint import INT32_MAX
 
@@ -102,7 +103,7 @@ class BatchBuilder:
         if not self._parts:
             self._base_timestamp = timestamp
         encoded = encode_record(offset_delta, timestamp - self._base_timestamp, key, value, headers)
-        if self._size + len(encoded) > self.max_batch_bytes:
+        if self._projected_size(self._size + len(encoded)) > self.max_batch_bytes:
             if not self._parts:
                 raise RecordTooLargeError(
                     f"a record of {len(encoded)} bytes does not fit in a batch of at most "
@@ -113,6 +114,13 @@ class BatchBuilder:
         self._size += len(encoded)
         self._max_timestamp = max(self._max_timestamp, timestamp)
         return True
+
+    def _projected_size(self, uncompressed_size: int) -> int:
+        """Largest the built batch can be: compression can grow incompressible records."""
+        if self.compression is CompressionType.NONE:
+            return uncompressed_size
+        section = uncompressed_size - RECORD_BATCH_OVERHEAD
+        return RECORD_BATCH_OVERHEAD + max_compressed_size(self.compression, section)
 
     def append(
         self,

@@ -47,7 +47,7 @@ identical columns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -220,7 +220,7 @@ def scan_columns(
         value_length=outputs["value_length"],
         header_count=outputs["header_count"],
         batch_index=outputs["batch_index"],
-        batches=_batch_columns(frames, legacy, plan.record_start, base_position),
+        batches=_batch_columns(frames, plan, base_position),
         end=end,
         is_zero_copy=plan.buffer is data,
     )
@@ -333,13 +333,34 @@ def _walk_end(
 # --- planning the records walk -----------------------------------------------------------------
 @dataclass
 class _LegacyRows:
-    """Records of one legacy entry, with the arena positions of their keys and values."""
+    """Rows of every legacy record (decoded in Python), as flat lists, one per column.
 
-    batch: int
-    first_row: int
-    records: list[Record]
-    key_positions: list[int]
-    value_positions: list[int]
+    ``entries`` keeps each decoded entry with its row and records for the per-batch columns.
+    """
+
+    entries: list[tuple[int, LegacyBatch, list[Record]]] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)
+    columns: dict[str, list[int]] = field(
+        default_factory=lambda: {name: [] for name in kernels.OUTPUT_FIELDS}
+    )
+
+    def add(self, batch: int, entry: LegacyBatch, first_row: int, arena: _ArenaBuilder) -> int:
+        """Decode ``entry``, place its keys and values in the arena; return its record count."""
+        records = entry.records()
+        self.entries.append((batch, entry, records))
+        self.rows.extend(range(first_row, first_row + len(records)))
+        columns = self.columns
+        for record in records:
+            key, value = record.key, record.value
+            columns["offset"].append(record.offset)
+            columns["timestamp"].append(record.timestamp)
+            columns["key_position"].append(-1 if key is None else arena.add(key))
+            columns["key_length"].append(-1 if key is None else len(key))
+            columns["value_position"].append(-1 if value is None else arena.add(value))
+            columns["value_length"].append(-1 if value is None else len(value))
+            columns["header_count"].append(0)
+            columns["batch_index"].append(batch)
+        return len(records)
 
 
 @dataclass
@@ -352,7 +373,7 @@ class _Plan:
     record_start: Int64Array
     batch_positions: Int64Array
     batch_base_offsets: Int64Array
-    legacy_rows: list[_LegacyRows]
+    legacy_rows: _LegacyRows
     failure: CorruptRecordError | None  # first batch that could not be planned (raise after)
 
     @property
@@ -379,17 +400,10 @@ class _Plan:
 
     def fill_legacy(self, outputs: dict[str, npt.NDArray[Any]]) -> None:
         """Write the rows of legacy records (decoded in Python) into the output columns."""
-        for rows in self.legacy_rows:
-            for k, record in enumerate(rows.records):
-                row = rows.first_row + k
-                outputs["offset"][row] = record.offset
-                outputs["timestamp"][row] = record.timestamp
-                outputs["key_position"][row] = rows.key_positions[k]
-                outputs["key_length"][row] = -1 if record.key is None else len(record.key)
-                outputs["value_position"][row] = rows.value_positions[k]
-                outputs["value_length"][row] = -1 if record.value is None else len(record.value)
-                outputs["header_count"][row] = 0
-                outputs["batch_index"][row] = rows.batch
+        rows = self.legacy_rows.rows
+        if rows:
+            for name, values in self.legacy_rows.columns.items():
+                outputs[name][rows] = values
 
 
 @dataclass(frozen=True)
@@ -496,7 +510,7 @@ def _plan_in_place(data: UInt8Array, entries: _Entries) -> _Plan:
         record_start=record_start,
         batch_positions=entries.row(codes.FRAME_POSITION),
         batch_base_offsets=entries.row(codes.FRAME_BASE_OFFSET),
-        legacy_rows=[],
+        legacy_rows=_LegacyRows(),
         failure=failure,
     )
 
@@ -514,7 +528,7 @@ def _plan_arena(
     arena = _ArenaBuilder(view)
     sections: dict[str, list[int]] = {name: [] for name in kernels.SECTION_FIELDS}
     origins: list[int] = []
-    legacy_rows: list[_LegacyRows] = []
+    legacy_rows = _LegacyRows()
     row = 0
     failure: CorruptRecordError | None = None
     decoded = entries.wanted | (entries.row(codes.FRAME_MAGIC) != MAGIC_V2)
@@ -522,12 +536,9 @@ def _plan_arena(
         position = int(positions[batch])
         try:
             if batch in legacy:
-                rows = _legacy_rows(legacy[batch], batch, row, arena)
-                if rows.records:
-                    base_offsets[batch] = rows.records[0].offset
-                legacy_rows.append(rows)
-                rows_per_batch[batch] = len(rows.records)
-                row += len(rows.records)
+                added = legacy_rows.add(batch, legacy[batch], row, arena)
+                rows_per_batch[batch] = added
+                row += added
                 continue
             count = int(entries.row(codes.FRAME_RECORDS_COUNT)[batch])
             start, end = int(entries.section_start[batch]), int(entries.section_end[batch])
@@ -599,18 +610,6 @@ class _ArenaBuilder:
         return arena
 
 
-def _legacy_rows(
-    entry: LegacyBatch, batch: int, first_row: int, arena: _ArenaBuilder
-) -> _LegacyRows:
-    """Decode a legacy entry (Python) and place its keys and values in the arena."""
-    records = entry.records()
-    rows = _LegacyRows(batch, first_row, records, [], [])
-    for record in records:
-        rows.key_positions.append(-1 if record.key is None else arena.add(record.key))
-        rows.value_positions.append(-1 if record.value is None else arena.add(record.value))
-    return rows
-
-
 def _at(exc: CorruptRecordError, position: int) -> CorruptRecordError:
     return CorruptRecordError(exc.reason, position=position)
 
@@ -638,12 +637,7 @@ def _allocate_outputs(rows: int) -> dict[str, npt.NDArray[Any]]:
     return outputs
 
 
-def _batch_columns(
-    frames: Int64Array,
-    legacy: dict[int, LegacyBatch],
-    record_start: Int64Array,
-    base_position: int,
-) -> BatchColumns:
+def _batch_columns(frames: Int64Array, plan: _Plan, base_position: int) -> BatchColumns:
     """Per-entry columns from the kernel's frames, legacy rows overwritten from their parse."""
     base_offset = frames[codes.FRAME_BASE_OFFSET].copy()
     # Java long arithmetic: wrap rather than fail for a hostile baseOffset near 2**63.
@@ -663,10 +657,9 @@ def _batch_columns(
         base_sequence=frames[codes.FRAME_BASE_SEQUENCE].astype(np.int32),
         partition_leader_epoch=frames[codes.FRAME_PARTITION_LEADER_EPOCH].astype(np.int32),
         records_count=frames[codes.FRAME_RECORDS_COUNT].astype(np.int32),
-        record_start=record_start,
+        record_start=plan.record_start,
     )
-    for index, entry in legacy.items():
-        records = entry.records()  # cached: decoded once, by the plan
+    for index, entry, records in plan.legacy_rows.entries:
         columns.base_offset[index] = records[0].offset if records else entry.offset
         columns.last_offset[index] = entry.offset
         columns.attributes[index] = entry.attributes

@@ -48,6 +48,7 @@ XERIAL_BLOCK_BYTES = 32 * 1024
 
 LZ4_FRAME_MAGIC = b"\x04\x22\x4d\x18"
 LZ4_KAFKA_LEVEL = 9
+_LZ4_BLOCK_BYTES = 64 * 1024
 GZIP_DEFAULT_LEVEL = 6  # Java's Deflater.DEFAULT_COMPRESSION (-1) means level 6
 ZSTD_DEFAULT_LEVEL = 3
 
@@ -112,6 +113,34 @@ def compress(codec: CompressionType, data: Buffer, level: int | None = None) -> 
         )
         return compressor.compress(data)
     raise UnsupportedCodecError(f"cannot compress with codec {codec!r}")
+
+
+def max_compressed_size(codec: CompressionType, size: int) -> int:
+    """Worst-case length of ``compress(codec, data)`` for ``size`` bytes of input.
+
+    Incompressible input grows by each codec's framing; a size limit on compressed output
+    must be checked against this bound, never against the input size alone.
+    """
+    blocks = -(-size // _LZ4_BLOCK_BYTES)
+    if codec is CompressionType.NONE:
+        return size
+    if codec is CompressionType.GZIP:
+        # zlib's deflateBound for the default window and memory level, + 18 bytes of gzip
+        # header and trailer (no file name).
+        return size + (size >> 12) + (size >> 14) + (size >> 25) + 7 + 18
+    if codec is CompressionType.SNAPPY:
+        # Per block: int32 length + snappy's MaxCompressedLength (32 + n + n / 6).
+        full, last = divmod(size, XERIAL_BLOCK_BYTES)
+        per_block = [XERIAL_BLOCK_BYTES] * full + ([last] if last else [])
+        return len(XERIAL_HEADER) + sum(4 + 32 + n + n // 6 for n in per_block)
+    if codec is CompressionType.LZ4:
+        # 7-byte frame header, a 4-byte size per (at worst stored) block, 4-byte end mark.
+        return 7 + size + 4 * blocks + 4
+    if codec is CompressionType.ZSTD:
+        # ZSTD_COMPRESSBOUND (frame header included).
+        margin = ((128 << 10) - size) >> 11 if size < (128 << 10) else 0
+        return size + (size >> 8) + margin
+    raise UnsupportedCodecError(f"no size bound for codec {codec!r}")
 
 
 def decompress(

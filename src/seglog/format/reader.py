@@ -166,8 +166,7 @@ class BatchReader:
                 self._finish(
                     EndKind.CORRUPT,
                     pos + base,
-                    f"offset {offset} is not above the previous entry's last offset "
-                    f"{last_offset}",
+                    f"offset {offset} is not above the previous entry's last offset {last_offset}",
                 )
                 return
             last_offset = batch.last_offset
