@@ -24,7 +24,7 @@ from seglog.testing.strategies import BatchSpec, log_buffers
 TS = 1_700_000_000_000
 
 PROPERTY = settings(
-    max_examples=60,
+    max_examples=100,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )

@@ -695,6 +695,25 @@ class Dumper:
     # -- .log and KRaft snapshots ----------------------------------------------------------------
     def dump_log(self, path: str, name: str, suffix: str) -> None:
         """Dump a ``.log`` (or ``.checkpoint``) file batch by batch."""
+        # Mapped first, so an unreadable file is one clear error rather than two.
+        with map_file_readonly(path) as buf:
+            self._log_heading(path, name, suffix)
+            max_bytes = self.options.max_bytes
+            end = min(len(buf), max_bytes)
+            reader = BatchReader(buf, end=end, verify_crc=False, check_offsets=False)
+            last_offset = -1
+            for batch in reader:
+                last_offset = self._dump_batch(path, batch, last_offset)
+            read_end = reader.end
+            assert read_end is not None
+            trailing = end - reader.valid_bytes
+            if trailing > 0 and max_bytes == INT32_MAX:
+                self.info(f"Found {trailing} invalid bytes at the end of {name}")
+            if read_end.kind is EndKind.CORRUPT:
+                self.error(str(read_end.to_error(path)))
+
+    def _log_heading(self, path: str, name: str, suffix: str) -> None:
+        """``Log starting offset: <n>`` or the KRaft snapshot line, from the file name."""
         if suffix == LOG_SUFFIX:
             try:
                 self.heading(f"Log starting offset: {offset_from_file_name(name)}")
@@ -710,20 +729,6 @@ class Dumper:
                 )
             else:
                 self.heading(f"Snapshot end offset: {snapshot_id[0]}, epoch: {snapshot_id[1]}")
-        max_bytes = self.options.max_bytes
-        with map_file_readonly(path) as buf:
-            end = min(len(buf), max_bytes)
-            reader = BatchReader(buf, end=end, verify_crc=False, check_offsets=False)
-            last_offset = -1
-            for batch in reader:
-                last_offset = self._dump_batch(path, batch, last_offset)
-            read_end = reader.end
-            assert read_end is not None
-            trailing = end - reader.valid_bytes
-            if trailing > 0 and max_bytes == INT32_MAX:
-                self.info(f"Found {trailing} invalid bytes at the end of {name}")
-            if read_end.kind is EndKind.CORRUPT:
-                self.error(str(read_end.to_error(path)))
 
     def _dump_batch(self, path: str, batch: Batch, last_offset: int) -> int:
         """Print one batch (and its records when deep); return the last record offset seen."""
@@ -799,8 +804,8 @@ class Dumper:
 
     def dump_offset_index(self, path: str, name: str) -> None:
         """Dump an ``.index`` file and check each entry against the ``.log``."""
-        base_offset = offset_from_file_name(name)
         data = read_file_bytes(path)
+        base_offset = offset_from_file_name(name)
         options = self.options
         if entry_count(len(data), OFFSET_INDEX_ENTRY_BYTES) == 0:
             self.info(f"{path} is empty.")
@@ -852,8 +857,8 @@ class Dumper:
 
     def dump_time_index(self, path: str, name: str) -> None:
         """Dump a ``.timeindex`` file and check each entry against the ``.log``."""
-        base_offset = offset_from_file_name(name)
         data = read_file_bytes(path)
+        base_offset = offset_from_file_name(name)
         options = self.options
         if options.index_sanity_check:
             sanity_check_time_index(data, base_offset, path=path)

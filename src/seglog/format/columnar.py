@@ -16,9 +16,10 @@ Invariants and choices:
 
 * **Zero copy when possible.** When every batch whose records are returned is an uncompressed
   v2 batch, ``data`` *is* the input (a view: mutating a writable input changes the keys and
-  values read through the columns). Otherwise ``data`` is an arena: a copy of the input
-  followed by each decompressed records section (and the key/value bytes of legacy entries),
-  so positions of uncompressed batches are input positions in both cases.
+  values read through the columns, and an ``mmap`` cannot be closed while they are alive).
+  Otherwise ``data`` is an arena: a copy of the input followed by each decompressed records
+  section (and the key/value bytes of legacy entries), so positions of uncompressed batches
+  are input positions in both cases.
 * **Framing and CRC problems end the scan**, exactly where and why BatchReader ends
   (``end.kind`` torn tail or corrupt, same position and reason); entries before it are
   returned, nothing at or after it. **A malformed record inside a CRC-valid batch raises**
@@ -321,11 +322,11 @@ def _walk_end(
     reasons = {
         codes.END_ZERO_TAIL: f"zero-filled tail of {a} bytes",
         codes.END_SIZE_TOO_SMALL: f"impossible entry size {a} (below {RECORD_OVERHEAD_V0})",
-        codes.END_SIZE_TOO_LARGE: (f"entry size {a} is above the limit of {max_batch_bytes} bytes"),
+        codes.END_SIZE_TOO_LARGE: f"entry size {a} is above the limit of {max_batch_bytes} bytes",
         codes.END_BAD_MAGIC: f"unknown magic byte {a}",
-        codes.END_BATCH_TOO_SMALL: (f"batch length {a} is below the v2 minimum {MIN_BATCH_LENGTH}"),
+        codes.END_BATCH_TOO_SMALL: f"batch length {a} is below the v2 minimum {MIN_BATCH_LENGTH}",
         codes.END_NEGATIVE_COUNT: f"negative lastOffsetDelta {a} or record count {b}",
-        codes.END_OFFSET_ORDER: (f"offset {a} is not above the previous entry's last offset {b}"),
+        codes.END_OFFSET_ORDER: f"offset {a} is not above the previous entry's last offset {b}",
     }
     return ReadEnd(EndKind.CORRUPT, at, reasons[code])
 

@@ -167,7 +167,7 @@ def _all_zero(buf: Any, start: int, stop: int) -> bool:
 
 # --- batch framing -------------------------------------------------------------------------------
 @_jit
-def walk_batches_nb(  # noqa: PLR0917 - numba kernels take positional arrays only
+def walk_batches_nb(
     buf: Any,
     start: int,
     stop: int,
@@ -286,7 +286,7 @@ def _read_varint(buf: Any, pos: int, end: int, max_bytes: int) -> tuple[int, int
 
 
 @_jit
-def scan_records_nb(  # noqa: PLR0917 - numba kernels take positional arrays only
+def scan_records_nb(
     buf: Any,
     sec_start: Any,
     sec_end: Any,

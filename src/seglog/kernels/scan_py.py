@@ -83,7 +83,7 @@ def _wrap64(value: int) -> int:
     return value - _UINT64 if value > INT64_MAX else value
 
 
-def walk_batches_py(  # noqa: PLR0917 - the same positional signature as the kernel
+def walk_batches_py(
     buf: Any,
     start: int,
     stop: int,
@@ -188,6 +188,10 @@ class _RecordError(Exception):
 
 def _varint(data: bytes, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
     """Decode a zig-zag varint; raise ``_RecordError`` like the kernel's error codes."""
+    if pos < end:
+        byte = data[pos]
+        if byte < 0x80:  # most varints are one byte: skip the general loop
+            return (byte >> 1) ^ -(byte & 1), pos + 1
     value = 0
     shift = 0
     cursor = pos
@@ -209,7 +213,7 @@ def _varint(data: bytes, pos: int, end: int, max_bytes: int) -> tuple[int, int]:
     return (value >> 1) ^ -(value & 1), cursor
 
 
-def scan_records_py(  # noqa: PLR0917 - the same positional signature as the kernel
+def scan_records_py(
     buf: Any,
     sec_start: Any,
     sec_end: Any,
