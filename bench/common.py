@@ -6,8 +6,11 @@ from the co-tenant on this 2-vCPU machine hits every contender alike instead of 
 Each call is timed with ``time.perf_counter`` (wall) and ``time.process_time`` (CPU of this
 process, all threads): the CPU figure is the stable estimate of the uncontended speed, the
 wall figure is what a user waits. We report median [min..max] of both
-(see ``../shared/spec/limits.md``). A ``gc.collect()`` runs before each timed call, outside
-the timed region, so garbage left by one contender is never collected on another's clock.
+(see ``../shared/spec/limits.md``). A contender faster than 0.25 s per call is called several
+times back to back per sample (the count is fixed in the warm-up round), so its samples span
+as much time, and as much noise, as a slow contender's. A ``gc.collect()`` runs before each
+sample, outside the timed region, so garbage left by one contender is never collected on
+another's clock.
 
 Segments. :func:`load_segment` returns the bytes of a ``.log`` segment of v2 batches built by
 seglog's :class:`~seglog.format.BatchBuilder` the way a producer with default settings builds
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import json
+import math
 import os
 import platform
 import random
@@ -55,10 +59,11 @@ MB = 1_000_000
 
 @dataclass
 class Samples:
-    """Wall and CPU seconds of each timed call of one contender."""
+    """Wall and CPU seconds per call of one contender (each sample averages ``calls`` calls)."""
 
     wall_s: list[float] = field(default_factory=list)
     cpu_s: list[float] = field(default_factory=list)
+    calls: int = 1
 
 
 @dataclass(frozen=True)
@@ -83,14 +88,18 @@ class Spread:
         )
 
 
-def _time_once(func: Callable[[], object]) -> tuple[float, float, object]:
+def _time_calls(func: Callable[[], object], calls: int) -> tuple[float, float, object]:
+    """Seconds per call (wall, cpu) over ``calls`` back-to-back calls, and the last result."""
     gc.collect()
+    result: object = None
     cpu0 = time.process_time()
     wall0 = time.perf_counter()
-    result = func()
+    for _ in range(calls):
+        result = None  # drop the previous result first, as a caller in a loop would
+        result = func()
     wall1 = time.perf_counter()
     cpu1 = time.process_time()
-    return wall1 - wall0, cpu1 - cpu0, result
+    return (wall1 - wall0) / calls, (cpu1 - cpu0) / calls, result
 
 
 def measure_interleaved(
@@ -98,24 +107,33 @@ def measure_interleaved(
     *,
     repeat: int,
     warmup: int = 1,
+    min_sample_s: float = 0.25,
+    max_calls: int = 1000,
     check: Callable[[str, object], None] | None = None,
 ) -> dict[str, Samples]:
     """Time each contender ``repeat`` times, round-robin, after ``warmup`` untimed rounds.
 
-    ``check(name, result)`` is called on every result (timed or not) so a contender that
-    returns the wrong answer fails the benchmark instead of winning it.
+    A contender faster than ``min_sample_s`` per call is called several times back to back
+    per sample (the count is fixed from the last warm-up call), so every sample spans a
+    similar stretch of time and one burst of co-tenant noise cannot decide a fast
+    contender's figure alone. ``check(name, result)`` is called on every sample's last
+    result, so a contender that returns the wrong answer fails the benchmark instead of
+    winning it.
     """
     names = list(contenders)
     samples = {name: Samples() for name in names}
-    for round_index in range(warmup + repeat):
+    for round_index in range(max(1, warmup) + repeat):
         shift = round_index % len(names)
         for name in names[shift:] + names[:shift]:
-            wall_s, cpu_s, result = _time_once(contenders[name])
+            entry = samples[name]
+            wall_s, cpu_s, result = _time_calls(contenders[name], entry.calls)
             if check is not None:
                 check(name, result)
-            if round_index >= warmup:
-                samples[name].wall_s.append(wall_s)
-                samples[name].cpu_s.append(cpu_s)
+            if round_index < max(1, warmup):
+                entry.calls = max(1, min(max_calls, math.ceil(min_sample_s / max(wall_s, 1e-9))))
+            else:
+                entry.wall_s.append(wall_s)
+                entry.cpu_s.append(cpu_s)
     return samples
 
 
@@ -135,6 +153,7 @@ class Row:
     bytes: int
     wall_s: list[float]
     cpu_s: list[float]
+    calls_per_sample: int = 1
     note: str = ""
     ratios: dict[str, dict[str, float]] = field(default_factory=dict)
 
@@ -177,7 +196,17 @@ def rows_from_samples(
     """One :class:`Row` per contender."""
     notes = notes or {}
     return [
-        Row(benchmark, config, name, records, nbytes, s.wall_s, s.cpu_s, notes.get(name, ""))
+        Row(
+            benchmark,
+            config,
+            name,
+            records,
+            nbytes,
+            s.wall_s,
+            s.cpu_s,
+            calls_per_sample=s.calls,
+            note=notes.get(name, ""),
+        )
         for name, s in samples.items()
     ]
 

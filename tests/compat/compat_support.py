@@ -20,11 +20,8 @@ Conventions that differ between the libraries are mapped here, once, with the re
   compressed wrapper is its *last* inner offset (Kafka's ``lastOffset()``); seglog calls that
   ``last_offset`` and keeps ``base_offset`` for the first inner offset, as Java does.
 
-kafka-python imports python-snappy as ``snappy`` for its snappy codec; that package is not
-installed here, so :func:`install_kafka_python_snappy` gives kafka-python a ``snappy`` module
-with python-snappy's two functions. python-snappy >= 0.7 is itself a thin wrapper over
-cramjam's raw snappy blocks, so this is the same code kafka-python would run with it; the
-xerial framing (header, block lengths) is still kafka-python's own code.
+kafka-python's snappy codec needs python-snappy and its magic-0 lz4 needs xxhash; both are
+in the ``test`` extra, so the peers run their own codecs unchanged.
 """
 
 from __future__ import annotations
@@ -39,8 +36,6 @@ from typing import Any
 
 import aiokafka.record.memory_records as aiokafka_memory_records
 import aiokafka.record.util as aiokafka_util
-import cramjam
-import kafka.codec
 import pytest
 from kafka.record import MemoryRecords as KafkaPythonMemoryRecords
 
@@ -86,30 +81,6 @@ def corpus_params() -> list[Any]:
     if root is None or not files:
         return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason=NO_CORPUS_REASON))]
     return [pytest.param(path, id=str(path.relative_to(root))) for path in files]
-
-
-# --- kafka-python's snappy ----------------------------------------------------------------
-
-
-class _RawSnappy:
-    """python-snappy's ``compress``/``decompress`` (raw snappy blocks), as 0.7+ implements them."""
-
-    @staticmethod
-    def compress(data: bytes) -> bytes:
-        return bytes(cramjam.snappy.compress_raw(bytes(data)))
-
-    @staticmethod
-    def decompress(data: bytes) -> bytes:
-        return bytes(cramjam.snappy.decompress_raw(bytes(data)))
-
-
-def install_kafka_python_snappy() -> None:
-    """Give kafka-python a snappy module when python-snappy is not installed."""
-    if kafka.codec.snappy is None:
-        kafka.codec.snappy = _RawSnappy
-
-
-install_kafka_python_snappy()
 
 
 # --- views ---------------------------------------------------------------------------------

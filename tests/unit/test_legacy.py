@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import struct
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-import cramjam
 import lz4.frame
 import pytest
 
@@ -21,7 +20,6 @@ from seglog.format.records import Record, TimestampType
 with warnings.catch_warnings():
     # kafka-python's protocol schemas use deprecated importlib.resources calls on import.
     warnings.simplefilter("ignore", DeprecationWarning)
-    import kafka.codec
     from kafka.record.legacy_records import LegacyRecordBatchBuilder
     from kafka.record.memory_records import MemoryRecords
 
@@ -33,39 +31,7 @@ Row = tuple[int, int, bytes | None, bytes | None]  # offset, timestamp, key, val
 
 
 # --- kafka-python as the oracle ---------------------------------------------------------------
-# kafka-python needs python-snappy and xxhash for snappy and magic-0 lz4. Neither is installed,
-# so the oracle gets small stand-ins: raw snappy blocks from cramjam (kafka-python still does
-# the xerial framing itself) and xxHash32 read from an LZ4 frame's content checksum.
-
-
-class _SnappyShim:
-    @staticmethod
-    def compress(data: bytes) -> bytes:
-        return bytes(cramjam.snappy.compress_raw(data))
-
-    @staticmethod
-    def decompress(data: bytes) -> bytes:
-        return bytes(cramjam.snappy.decompress_raw(data))
-
-
-class _Xxh32Digest:
-    def __init__(self, data: bytes) -> None:
-        frame = lz4.frame.compress(bytes(data), content_checksum=True, store_size=False)
-        (self._value,) = struct.unpack("<I", frame[-4:])
-
-    def digest(self) -> bytes:
-        return struct.pack(">I", self._value)
-
-
-class _XxhashShim:
-    xxh32 = _Xxh32Digest
-
-
-@pytest.fixture(autouse=True)
-def kafka_python_codecs(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(kafka.codec, "snappy", _SnappyShim, raising=False)
-    monkeypatch.setattr(kafka.codec, "xxhash", _XxhashShim, raising=False)
-    yield
+# It needs python-snappy (snappy) and xxhash (magic-0 lz4): both come with the test extra.
 
 
 def kp_messages(magic: int, codec: int, rows: Sequence[Row]) -> bytes:
