@@ -175,6 +175,12 @@ class Row:
         """Megabytes (10^6) of input per second by ``"wall"`` or ``"cpu"`` time."""
         return (self.wall if clock == "wall" else self.cpu).rate(self.bytes / MB)
 
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Row:
+        """The row written by :meth:`to_json` (derived figures are recomputed)."""
+        names = set(cls.__dataclass_fields__)
+        return cls(**{key: value for key, value in data.items() if key in names})
+
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict with the raw samples and the derived figures."""
         out = asdict(self)
@@ -237,6 +243,15 @@ def _si(value: float) -> str:
     return f"{value:.0f}"
 
 
+def format_ratio(ratio: float) -> str:
+    """``6.06x``, ``83x``, ``0.0071x``: enough digits to read a ratio of any size."""
+    if ratio >= 100:
+        return f"{ratio:.0f}x"
+    if ratio >= 0.1:
+        return f"{ratio:.2f}x"
+    return f"{ratio:.2g}x"
+
+
 def format_spread(spread: Spread, fmt: Callable[[float], str] = _si) -> str:
     """``median [min..max]`` with compact numbers."""
     return f"{fmt(spread.median)} [{fmt(spread.min)}..{fmt(spread.max)}]"
@@ -252,7 +267,8 @@ def markdown_table(rows: Sequence[Row]) -> str:
     lines = [header]
     for row in rows:
         ratios = "; ".join(
-            f"vs {peer}: **{r['cpu']:.2f}x** ({r['wall']:.2f}x)" for peer, r in row.ratios.items()
+            f"vs {peer}: **{format_ratio(r['cpu'])}** ({format_ratio(r['wall'])})"
+            for peer, r in row.ratios.items()
         )
         name = row.contender + (f" ({row.note})" if row.note else "")
         lines.append(
