@@ -357,6 +357,25 @@ def _decode_headers(buf: Buffer, pos: int, end: int, count: int) -> tuple[tuple[
 # --- encoding ----------------------------------------------------------------------------------
 
 
+# Every one- and two-byte zig-zag varint (values -8192..8191), precomputed (~0.5 MB): record
+# lengths, deltas and key/value lengths are nearly always in this range, and a table lookup is
+# several times cheaper than building the bytes.
+_SHORT_VARINTS = tuple(
+    bytes((zigzag,)) if zigzag < 0x80 else bytes(((zigzag & 0x7F) | 0x80, zigzag >> 7))
+    for zigzag in range(0x4000)
+)
+_ONE_BYTE_VARINTS = _SHORT_VARINTS[:0x80]
+_NULL_LENGTH = b"\x01"  # zig-zag varint of -1
+
+
+def _varint(value: int) -> bytes:
+    """Zig-zag varint; values of one or two bytes come from a table."""
+    zigzag = (value << 1) ^ (value >> 63)
+    if 0 <= zigzag < 0x4000:
+        return _SHORT_VARINTS[zigzag]
+    return encode_varint(value)
+
+
 def encode_record(
     offset_delta: int,
     timestamp_delta: int,
@@ -366,31 +385,36 @@ def encode_record(
     attributes: int = 0,
 ) -> bytes:
     """One v2 record, length prefix included."""
-    body = bytearray()
-    body.append(attributes & 0xFF)
-    body += encode_varint(timestamp_delta)
-    body += encode_varint(offset_delta)
+    # Parts are collected and joined once, with the length prefix computed from their sizes,
+    # so the record's bytes are copied exactly once.
+    parts: list[bytes] = [
+        b"",  # the length prefix, filled in below
+        _ONE_BYTE_VARINTS[attributes] if 0 <= attributes < 0x80 else bytes((attributes & 0xFF,)),
+        _varint(timestamp_delta),
+        _varint(offset_delta),
+    ]
     if key is None:
-        body.append(0x01)  # zig-zag -1
+        parts.append(_NULL_LENGTH)
     else:
-        body += encode_varint(len(key))
-        body += key
+        parts.append(_varint(len(key)))
+        parts.append(key)
     if value is None:
-        body.append(0x01)
+        parts.append(_NULL_LENGTH)
     else:
-        body += encode_varint(len(value))
-        body += value
-    body += encode_varint(len(headers))
+        parts.append(_varint(len(value)))
+        parts.append(value)
+    parts.append(_varint(len(headers)))
     for header in headers:
         header_key = header.key_bytes()
-        body += encode_varint(len(header_key))
-        body += header_key
+        parts.append(_varint(len(header_key)))
+        parts.append(header_key)
         if header.value is None:
-            body.append(0x01)
+            parts.append(_NULL_LENGTH)
         else:
-            body += encode_varint(len(header.value))
-            body += header.value
-    return encode_varint(len(body)) + bytes(body)
+            parts.append(_varint(len(header.value)))
+            parts.append(header.value)
+    parts[0] = _varint(sum(map(len, parts)))
+    return b"".join(parts)
 
 
 def make_attributes(

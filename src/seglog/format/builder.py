@@ -97,22 +97,27 @@ class BatchBuilder:
         headers: Sequence[Header] = (),
     ) -> bool:
         """Append a record if it fits; return False (batch unchanged) when the batch is full."""
-        offset_delta = len(self._parts)
+        parts = self._parts
+        offset_delta = len(parts)
         if offset_delta > INT32_MAX - 1:
             return False
-        if not self._parts:
+        if not parts:
             self._base_timestamp = timestamp
         encoded = encode_record(offset_delta, timestamp - self._base_timestamp, key, value, headers)
-        if self._projected_size(self._size + len(encoded)) > self.max_batch_bytes:
-            if not self._parts:
+        new_size = self._size + len(encoded)
+        if self.compression is not CompressionType.NONE:
+            new_size = self._projected_size(new_size)
+        if new_size > self.max_batch_bytes:
+            if not parts:
                 raise RecordTooLargeError(
                     f"a record of {len(encoded)} bytes does not fit in a batch of at most "
                     f"{self.max_batch_bytes} bytes ({RECORD_BATCH_OVERHEAD} of header)"
                 )
             return False
-        self._parts.append(encoded)
+        parts.append(encoded)
         self._size += len(encoded)
-        self._max_timestamp = max(self._max_timestamp, timestamp)
+        if timestamp > self._max_timestamp:  # noqa: PLR1730 - cheaper than max() per record
+            self._max_timestamp = timestamp
         return True
 
     def _projected_size(self, uncompressed_size: int) -> int:

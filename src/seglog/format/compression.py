@@ -241,26 +241,53 @@ def _lz4_decompress(data: Buffer, max_bytes: int) -> bytes:
     raw = bytes(data)
     if raw[:4] != LZ4_FRAME_MAGIC:
         raise CorruptRecordError("lz4 stream does not start with the LZ4 frame magic")
-    out = bytearray()
+    parts: list[bytes] = []
+    total = 0
     while raw:
-        decompressor = lz4.frame.LZ4FrameDecompressor()
         try:
-            out += decompressor.decompress(raw, max_length=max_bytes + 1 - len(out))
+            frame, raw = _lz4_frame(raw, max_bytes - total)
         except RuntimeError as exc:
             # liblz4 reports "ERROR_headerChecksum_invalid"; compare without case or separators.
             if "headerchecksum" not in str(exc).lower().replace("_", "").replace(" ", ""):
                 raise
             # Legacy magic 0 lz4: Kafka's broken header checksum. Repair it and retry.
-            decompressor = lz4.frame.LZ4FrameDecompressor()
-            out += decompressor.decompress(_lz4_fix_header_checksum(raw), max_bytes + 1 - len(out))
-        if len(out) > max_bytes:
-            raise CorruptRecordError(f"lz4 stream decompresses to more than {max_bytes} bytes")
-        if not decompressor.eof:
-            raise CorruptRecordError("lz4 frame is truncated (no end mark)")
-        raw = decompressor.unused_data
+            frame, raw = _lz4_frame(_lz4_fix_header_checksum(raw), max_bytes - total)
+        parts.append(frame)
+        total += len(frame)
         if raw and raw[:4] != LZ4_FRAME_MAGIC:
             raise CorruptRecordError("bytes after the lz4 frame are not another frame")
-    return bytes(out)
+    return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+def _lz4_frame(raw: bytes, max_bytes: int) -> tuple[bytes, bytes]:
+    """Decompress the first frame of ``raw``; return it and the bytes after it.
+
+    The decompressor allocates its whole ``max_length`` up front, so output is asked for in
+    steps that start near the expected size (4x the input) and double, never a 1 GiB buffer
+    per batch; the total is still bounded by ``max_bytes``.
+    """
+    decompressor = lz4.frame.LZ4FrameDecompressor()
+    parts: list[bytes] = []
+    total = 0
+    step = max(4 * len(raw), _LZ4_FIRST_STEP_BYTES)
+    pending = raw
+    while True:
+        chunk = decompressor.decompress(pending, max_length=min(step, max_bytes + 1 - total))
+        pending = b""
+        parts.append(chunk)
+        total += len(chunk)
+        if total > max_bytes:
+            raise CorruptRecordError(f"lz4 stream decompresses to more than {max_bytes} bytes")
+        if decompressor.eof:
+            break
+        if decompressor.needs_input:
+            raise CorruptRecordError("lz4 frame is truncated (no end mark)")
+        step *= 2
+    out = parts[0] if len(parts) == 1 else b"".join(parts)
+    return out, decompressor.unused_data
+
+
+_LZ4_FIRST_STEP_BYTES = 64 * 1024
 
 
 def _lz4_fix_header_checksum(raw: bytes) -> bytes:
