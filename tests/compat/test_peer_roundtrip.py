@@ -39,7 +39,7 @@ from compat_support import (
     kafka_python_view,
     seglog_view,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from kafka.record import MemoryRecords as KafkaPythonMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder as KafkaPythonBuilder
@@ -271,6 +271,10 @@ def assert_seglog_reads_peer_batch(
 def test_peer_built_batches_decode_identically_in_seglog(
     peer: str, codec: CompressionType, spec: PeerInput
 ) -> None:
+    # aiokafka's Cython builder uses -1 as its "no first timestamp yet" sentinel: a first
+    # record with timestamp -1 (NO_TIMESTAMP) is written as timestamp 0, so aiokafka cannot
+    # build that input at all (its own decoder then reads 0). Such inputs go to kafka-python only.
+    assume(not (peer == "aiokafka" and spec.records[0][1] == -1))
     assert_seglog_reads_peer_batch(peer, codec, spec, build_with_peer(peer, codec, spec))
 
 

@@ -120,6 +120,11 @@ def _jit(fn: _F) -> _F:
     return cast(_F, numba.njit(nogil=True, cache=True)(fn))
 
 
+def _jit_inline(fn: _F) -> _F:
+    """:func:`_jit`, and inlined by numba into every caller (LLVM does not inline it alone)."""
+    return cast(_F, numba.njit(nogil=True, cache=True, inline="always")(fn))
+
+
 # --- big-endian fixed-width reads (the caller has checked the bytes are there) -----------------
 @_jit
 def _be64(buf: Any, pos: int) -> int:
@@ -253,9 +258,20 @@ def walk_batches_nb(
 
 
 # --- records -------------------------------------------------------------------------------------
-@_jit
+@_jit_inline
 def _read_varint(buf: Any, pos: int, end: int, max_bytes: int) -> tuple[int, int, int]:
     """Zig-zag varint at ``pos`` bounded by ``end``: ``(value, next_pos, error_code)``."""
+    if end - pos >= 2:
+        # Fast path for one- and two-byte varints (nearly all of a record's): both bytes lie
+        # before the bound, and two bytes are never over-long nor out of range, so no check
+        # is needed. Anything longer (or nearer the bound) takes the checked loop below.
+        first = _int64(buf[pos])
+        if first < 0x80:
+            return (first >> 1) ^ -(first & 1), pos + 1, REC_OK
+        second = _int64(buf[pos + 1])
+        if second < 0x80:
+            result = (first & 0x7F) | (second << 7)
+            return (result >> 1) ^ -(result & 1), pos + 2, REC_OK
     if pos >= end:
         return 0, pos, REC_VARINT_TRUNCATED
     byte = _int64(buf[pos])
