@@ -133,15 +133,13 @@ def _columns_count(columns: Any) -> int:
     return len(columns.offset)
 
 
-def decode_aiokafka(buf: bytes, verify_crc: bool = VERIFY_CRC) -> int:
-    """aiokafka (Cython): read offset, timestamp, key, value of every record; the count."""
-    from aiokafka.record.memory_records import MemoryRecords
-
+def _decode_peer(memory_records: Any, name: str, buf: bytes, verify_crc: bool) -> int:
+    """Walk a peer's ``MemoryRecords``: check each batch's CRC, read every record's fields."""
     count = 0
-    next_batch = MemoryRecords(buf).next_batch
+    next_batch = memory_records(buf).next_batch
     while (batch := next_batch()) is not None:
         if verify_crc and not batch.validate_crc():
-            raise AssertionError("aiokafka: CRC mismatch")
+            raise AssertionError(f"{name}: CRC mismatch")
         for record in batch:
             offset = record.offset
             timestamp = record.timestamp
@@ -150,25 +148,20 @@ def decode_aiokafka(buf: bytes, verify_crc: bool = VERIFY_CRC) -> int:
             count += 1
     del offset, timestamp, key, value
     return count
+
+
+def decode_aiokafka(buf: bytes, verify_crc: bool = VERIFY_CRC) -> int:
+    """aiokafka (Cython): read offset, timestamp, key, value of every record; the count."""
+    from aiokafka.record.memory_records import MemoryRecords
+
+    return _decode_peer(MemoryRecords, "aiokafka", buf, verify_crc)
 
 
 def decode_kafka_python(buf: bytes, verify_crc: bool = VERIFY_CRC) -> int:
     """kafka-python (pure Python): read offset, timestamp, key, value of every record."""
     from kafka.record.memory_records import MemoryRecords
 
-    count = 0
-    next_batch = MemoryRecords(buf).next_batch
-    while (batch := next_batch()) is not None:
-        if verify_crc and not batch.validate_crc():
-            raise AssertionError("kafka-python: CRC mismatch")
-        for record in batch:
-            offset = record.offset
-            timestamp = record.timestamp
-            key = record.key
-            value = record.value
-            count += 1
-    del offset, timestamp, key, value
-    return count
+    return _decode_peer(MemoryRecords, "kafka-python", buf, verify_crc)
 
 
 def decode_seglog_objects(buf: bytes, verify_crc: bool = VERIFY_CRC) -> int:

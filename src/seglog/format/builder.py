@@ -75,6 +75,7 @@ class BatchBuilder:
         self._size = RECORD_BATCH_OVERHEAD
         self._base_timestamp = NO_TIMESTAMP
         self._max_timestamp = NO_TIMESTAMP
+        self._uncompressed_bytes_max = self._largest_fitting_uncompressed_size()
 
     def __len__(self) -> int:
         return len(self._parts)
@@ -104,10 +105,7 @@ class BatchBuilder:
         if not parts:
             self._base_timestamp = timestamp
         encoded = encode_record(offset_delta, timestamp - self._base_timestamp, key, value, headers)
-        new_size = self._size + len(encoded)
-        if self.compression is not CompressionType.NONE:
-            new_size = self._projected_size(new_size)
-        if new_size > self.max_batch_bytes:
+        if self._size + len(encoded) > self._uncompressed_bytes_max:
             if not parts:
                 raise RecordTooLargeError(
                     f"a record of {len(encoded)} bytes does not fit in a batch of at most "
@@ -126,6 +124,23 @@ class BatchBuilder:
             return uncompressed_size
         section = uncompressed_size - RECORD_BATCH_OVERHEAD
         return RECORD_BATCH_OVERHEAD + max_compressed_size(self.compression, section)
+
+    def _largest_fitting_uncompressed_size(self) -> int:
+        """The largest uncompressed batch size whose worst-case built size fits the limit.
+
+        The bound is non-decreasing in the input size, so one binary search here replaces a
+        bound computation on every append.
+        """
+        low, high = RECORD_BATCH_OVERHEAD, self.max_batch_bytes
+        if self._projected_size(low) > self.max_batch_bytes:
+            return low - 1  # not even an empty section fits: every record is too large
+        while low < high:
+            middle = (low + high + 1) // 2
+            if self._projected_size(middle) <= self.max_batch_bytes:
+                low = middle
+            else:
+                high = middle - 1
+        return low
 
     def append(
         self,
