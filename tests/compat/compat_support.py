@@ -26,17 +26,13 @@ in the ``test`` extra, so the peers run their own codecs unchanged.
 
 from __future__ import annotations
 
-import importlib.util
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import aiokafka.record.memory_records as aiokafka_memory_records
 import aiokafka.record.util as aiokafka_util
-import pytest
 from kafka.record import MemoryRecords as KafkaPythonMemoryRecords
 
 from seglog.format.batch import LOG_OVERHEAD, RecordBatch
@@ -47,40 +43,6 @@ from seglog.format.reader import Batch, EndKind, ReadEnd, read_batches
 # ``bootstrap.checkpoint``), which are record batches too. Text checkpoint files are named
 # ``*-checkpoint`` and do not match.
 CORPUS_SUFFIXES = (".log", ".records", ".checkpoint")
-NO_CORPUS_REASON = (
-    "Kafka corpus not found: expected ../shared/corpus beside the checkout (or set "
-    "SEGLOG_CORPUS); the compatibility tests decode real broker-written files"
-)
-
-
-def _load_shared_conftest() -> ModuleType:
-    # tests/conftest.py owns the corpus location. Loaded by path under a private name so
-    # that another conftest.py (pytest imports each one as the module ``conftest``) can
-    # never shadow it.
-    path = Path(__file__).resolve().parents[1] / "conftest.py"
-    spec = importlib.util.spec_from_file_location("_seglog_tests_conftest", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_conftest = _load_shared_conftest()
-corpus_root = _conftest.corpus_root
-corpus_files = _conftest.corpus_files
-
-
-def corpus_params() -> list[Any]:
-    """Every record-batch file of the corpus as a pytest param (id = its corpus path).
-
-    Without a corpus this is one skipped param, so the skip and its reason show up in the
-    report instead of an empty parameter set.
-    """
-    root = corpus_root()
-    files = corpus_files(CORPUS_SUFFIXES)
-    if root is None or not files:
-        return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason=NO_CORPUS_REASON))]
-    return [pytest.param(path, id=str(path.relative_to(root))) for path in files]
 
 
 # --- views ---------------------------------------------------------------------------------

@@ -27,12 +27,12 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder as Aiokafk
 from compat_support import (
     aiokafka_view,
     assert_same_reading,
-    corpus_files,
     kafka_python_view,
     seglog_view,
 )
 from kafka.record.default_records import DefaultRecordBatchBuilder as KafkaPythonBuilder
 
+from corpus_location import corpus_files
 from seglog.format.batch import RECORD_BATCH_OVERHEAD, RecordBatch, encode_batch
 from seglog.format.compression import CompressionType, compress
 from seglog.format.reader import read_batches

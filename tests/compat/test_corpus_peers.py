@@ -37,19 +37,18 @@ from compat_support import (
     aiokafka_crc32c,
     aiokafka_view,
     assert_same_reading,
-    corpus_params,
-    corpus_root,
     kafka_python_view,
     seglog_view,
 )
 
+from corpus_location import corpus_params, corpus_root
 from seglog.errors import CorruptRecordError
 from seglog.format.batch import RecordBatch
 from seglog.format.reader import EndKind, iter_batches_strict, read_batches
 
 pytestmark = pytest.mark.compat
 
-CORPUS = corpus_params()
+CORPUS = corpus_params(CORPUS_SUFFIXES)
 
 
 @pytest.mark.parametrize("path", CORPUS)

@@ -16,8 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from compat_support import corpus_params
+from compat_support import CORPUS_SUFFIXES
 
+from corpus_location import corpus_params
 from seglog.format.batch import (
     RECORD_BATCH_OVERHEAD,
     RecordBatch,
@@ -30,7 +31,7 @@ from seglog.format.reader import read_batches
 
 pytestmark = pytest.mark.compat
 
-CORPUS = corpus_params()
+CORPUS = corpus_params(CORPUS_SUFFIXES)
 
 
 def reencode(batch: RecordBatch) -> bytes:

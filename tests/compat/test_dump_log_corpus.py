@@ -14,15 +14,13 @@ valid, and every index entry matching its ``.log``, except for what the corpus d
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import json
 from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 import pytest
 
+from corpus_location import corpus_params, corpus_root
 from seglog.cli.main import main
 from seglog.format.index import parse_offset_index, parse_time_index
 from seglog.format.names import LOG_SUFFIX, name_prefix, offset_from_file_name
@@ -31,10 +29,6 @@ from seglog.format.reader import read_batches
 pytestmark = pytest.mark.compat
 
 SUFFIXES = (".log", ".index", ".timeindex", ".checkpoint")
-NO_CORPUS = (
-    "Kafka corpus not found: expected ../shared/corpus beside the checkout (or set "
-    "SEGLOG_CORPUS); these tests dump real broker-written files"
-)
 # corpus path -> the exact summary lines Kafka's tool would print for it (see docstring)
 KNOWN_FINDINGS = {
     "no-licence/smartassets-connect-compacted/docker-connect-configs-0/"
@@ -45,29 +39,7 @@ KNOWN_FINDINGS = {
 }
 
 
-def _load_shared_conftest() -> ModuleType:
-    # tests/conftest.py owns the corpus location; loaded by path under a private name so no
-    # other ``conftest`` module can shadow it.
-    path = Path(__file__).resolve().parents[1] / "conftest.py"
-    spec = importlib.util.spec_from_file_location("_seglog_dump_log_conftest", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_conftest = _load_shared_conftest()
-
-
-def _params() -> list[Any]:
-    root = _conftest.corpus_root()
-    files = _conftest.corpus_files(SUFFIXES)
-    if root is None or not files:
-        return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason=NO_CORPUS))]
-    return [pytest.param(path, id=str(path.relative_to(root))) for path in files]
-
-
-CORPUS = _params()
+CORPUS = corpus_params(SUFFIXES)
 
 
 def _dump(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str], list[str]]:
@@ -77,7 +49,7 @@ def _dump(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[str
 
 
 def _relative(path: Path) -> str:
-    root = _conftest.corpus_root()
+    root = corpus_root()
     assert root is not None
     return path.relative_to(root).as_posix()
 

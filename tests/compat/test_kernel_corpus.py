@@ -15,14 +15,13 @@ are compared up to where the Python reader stops.
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 import pytest
 
+from corpus_location import corpus_params
 from seglog import kernels
 from seglog.errors import CorruptRecordError
 from seglog.format.columnar import scan_columns
@@ -31,33 +30,7 @@ from seglog.format.reader import EndKind, read_batches
 pytestmark = pytest.mark.compat
 
 SUFFIXES = (".log", ".records")
-NO_CORPUS = (
-    "Kafka corpus not found: expected ../shared/corpus beside the checkout (or set "
-    "SEGLOG_CORPUS); these tests decode real broker-written files"
-)
-
-
-def _shared_conftest() -> ModuleType:
-    # tests/conftest.py owns the corpus location; loaded by path so that no other
-    # conftest.py (each is imported as the module ``conftest``) can shadow it.
-    path = Path(__file__).resolve().parents[1] / "conftest.py"
-    spec = importlib.util.spec_from_file_location("_seglog_kernel_corpus_conftest", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _params() -> list[Any]:
-    conftest = _shared_conftest()
-    root = conftest.corpus_root()
-    files = conftest.corpus_files(SUFFIXES)
-    if root is None or not files:
-        return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason=NO_CORPUS))]
-    return [pytest.param(path, id=str(path.relative_to(root))) for path in files]
-
-
-CORPUS = _params()
+CORPUS = corpus_params(SUFFIXES)
 
 
 def decoder_view(data: bytes) -> tuple[Any, ...]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import enum
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from seglog.errors import CorruptRecordError
 from seglog.format.batch import (
@@ -196,8 +196,6 @@ class BatchReader:
 
 def _rebase(batch: Batch, position: int) -> Batch:
     """The same batch reporting ``position`` (the file position) instead of the buffer's."""
-    from dataclasses import replace
-
     return replace(batch, position=position)
 
 
