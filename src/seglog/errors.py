@@ -89,3 +89,53 @@ class UnreadableFileError(SeglogError):
 
 class InvalidFileNameError(SeglogError, ValueError):
     """A file name that does not follow Kafka's naming (e.g. no numeric base offset prefix)."""
+
+
+class CorruptCheckpointError(PositionedError):
+    """A checkpoint or metadata text file that does not parse (spec §6).
+
+    Covers the offset and leader-epoch checkpoints, ``partition.metadata``,
+    ``.kafka_cleanshutdown`` and ``meta.properties``. These are line-oriented text files, so the
+    place is a 1-based ``line`` number, kept in its own attribute and written at the front of
+    ``reason`` (``line 3: expected 3 fields ...``); ``position`` stays None because a byte
+    position would be confusing in a text file. The message reads ``<path>: line <n>: <reason>``.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        line: int | None = None,
+        path: str | None = None,
+        position: int | None = None,
+    ):
+        self.line = line
+        super().__init__(
+            reason if line is None else f"line {line}: {reason}", position=position, path=path
+        )
+
+    def at(self, *, path: str | None = None, base_position: int = 0) -> Self:
+        """Return the same error anchored in a file (the line number is kept)."""
+        error = super().at(path=path, base_position=base_position)
+        error.line = self.line
+        return error
+
+
+class InvalidTopicError(SeglogError, ValueError):
+    """A topic name, topic id or partition number that Kafka would reject.
+
+    The message names the offending value (``repr``, so hostile names holding ``/``, NUL or
+    newlines print safely) and the broken rule.
+    """
+
+
+class LogDirectoryLockedError(UnreadableFileError):
+    """Another process holds a log directory's ``.lock`` (a second seglog, or a Kafka broker)."""
+
+
+class TopicExistsError(SeglogError, ValueError):
+    """A topic with that name already exists."""
+
+
+class UnknownTopicError(SeglogError, LookupError):
+    """No topic (or no partition of it) with that name is here."""

@@ -11,14 +11,15 @@ seglog, kafka-python and aiokafka can be compared with ``==``:
   wrapper), ``timestamp_type``, ``key``, ``value``, ``headers`` (tuple of (str, bytes|None))
   and, for control batches, ``control`` = (version, type).
 
-Conventions that differ between the libraries are mapped here, once, with the reason:
+Conventions that differ between the libraries are mapped here, once, with the reason
+(kafka-python's in ``tests/support/kafka_oracle.py``, where its view and the view types
+live so that checks without seglog can use them):
 
-* kafka-python reports v0 timestamps and timestamp types as ``None``; Kafka's Java reader
-  reports ``RecordBatch.NO_TIMESTAMP`` (-1) and ``TimestampType.NO_TIMESTAMP_TYPE`` (-1),
-  which is what seglog reports. ``None`` is mapped to -1.
-* kafka-python's ``LegacyRecordBatch.base_offset`` is the wrapper's own offset, which for a
-  compressed wrapper is its *last* inner offset (Kafka's ``lastOffset()``); seglog calls that
-  ``last_offset`` and keeps ``base_offset`` for the first inner offset, as Java does.
+* seglog keeps ``base_offset`` of a legacy wrapper for the first inner offset and calls the
+  wrapper's own offset ``last_offset``, as Java does; kafka-python's ``base_offset`` of a
+  legacy batch is the wrapper's offset and is mapped to ``last_offset``.
+* kafka-python and aiokafka report v0 timestamps and timestamp types as ``None``; Kafka's
+  Java reader and seglog report -1. ``None`` is mapped to -1.
 
 kafka-python's snappy codec needs python-snappy and its magic-0 lz4 needs xxhash; both are
 in the ``test`` extra, so the peers run their own codecs unchanged.
@@ -27,17 +28,20 @@ in the ``test`` extra, so the peers run their own codecs unchanged.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import aiokafka.record.memory_records as aiokafka_memory_records
 import aiokafka.record.util as aiokafka_util
-from kafka.record import MemoryRecords as KafkaPythonMemoryRecords
 
 from seglog.format.batch import LOG_OVERHEAD, RecordBatch
 from seglog.format.control import decode_control_key
 from seglog.format.reader import Batch, EndKind, ReadEnd, read_batches
+from support.kafka_oracle import (
+    BatchView,
+    BufferView,
+    headers_tuple,
+    none_to_minus_one,
+)
 
 # Segments, fetch record sets, and KRaft snapshots (``<offset>-<epoch>.checkpoint``,
 # ``bootstrap.checkpoint``), which are record batches too. Text checkpoint files are named
@@ -45,34 +49,7 @@ from seglog.format.reader import Batch, EndKind, ReadEnd, read_batches
 CORPUS_SUFFIXES = (".log", ".records", ".checkpoint")
 
 
-# --- views ---------------------------------------------------------------------------------
-
-
-@dataclass
-class BatchView:
-    """One decoder's reading of one batch (or legacy entry)."""
-
-    position: int
-    size: int
-    crc_ok: bool
-    header: dict[str, Any]
-    records: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class BufferView:
-    """One decoder's reading of a whole buffer; ``stop`` = first byte not returned as a batch."""
-
-    batches: list[BatchView]
-    stop: int
-
-
-def _none_to_minus_one(value: int | None) -> int:
-    return -1 if value is None else value
-
-
-def _headers(pairs: Iterable[tuple[str, bytes | None]]) -> tuple[tuple[str, bytes | None], ...]:
-    return tuple((key, None if value is None else bytes(value)) for key, value in pairs)
+# --- views (BatchView, BufferView, kafka_python_view: support/kafka_oracle.py) -------------
 
 
 def seglog_header(batch: Batch) -> dict[str, Any]:
@@ -146,83 +123,6 @@ def seglog_view(data: bytes) -> tuple[BufferView, ReadEnd]:
     return BufferView(views, end.position), end
 
 
-def _kafka_python_header(batch: Any) -> dict[str, Any]:
-    if batch.magic >= 2:
-        return {
-            "magic": batch.magic,
-            "base_offset": batch.base_offset,
-            "last_offset": batch.last_offset,
-            "last_offset_delta": batch.last_offset_delta,
-            "next_offset": batch.next_offset,
-            "partition_leader_epoch": batch.leader_epoch,
-            "crc": batch.crc,
-            "attributes": batch.attributes,
-            "codec": batch.compression_type,
-            "timestamp_type": batch.timestamp_type,
-            "is_transactional": batch.is_transactional,
-            "is_control": batch.is_control_batch,
-            "base_timestamp": batch.first_timestamp,
-            "max_timestamp": batch.max_timestamp,
-            "producer_id": batch.producer_id,
-            "producer_epoch": batch.producer_epoch,
-            "base_sequence": batch.base_sequence,
-            "last_sequence": batch.last_sequence,
-            "records_count": batch.records_count,
-            "size": batch.size_in_bytes,
-        }
-    # kafka-python keeps the stored CRC, attributes and wrapper timestamp in slots only.
-    return {
-        "magic": batch.magic,
-        "last_offset": batch.base_offset,  # the wrapper's own offset: see the module doc
-        "crc": batch._crc,
-        "attributes": batch._attributes,
-        "codec": batch.compression_type,
-        "timestamp_type": _none_to_minus_one(batch.timestamp_type),
-        "wrapper_timestamp": _none_to_minus_one(batch._timestamp),
-        "size": batch.size_in_bytes,
-    }
-
-
-def _kafka_python_records(batch: Any) -> list[dict[str, Any]]:
-    out = []
-    for record in batch:
-        view: dict[str, Any] = {
-            "offset": record.offset,
-            "timestamp": _none_to_minus_one(record.timestamp),
-            "timestamp_type": _none_to_minus_one(record.timestamp_type),
-            "key": record.key,
-            "value": record.value,
-            "headers": _headers(record.headers),
-        }
-        if batch.magic >= 2 and batch.is_control_batch:
-            view["control"] = (record.version, record.type)
-        out.append(view)
-    return out
-
-
-def kafka_python_view(data: bytes, *, stop_at_bad_crc: bool = True) -> BufferView:
-    """kafka-python's reading (``kafka.record.MemoryRecords``).
-
-    kafka-python does not check CRCs while iterating; ``validate_crc()`` is called on each
-    batch (before its records are read, as kafka-python requires). With ``stop_at_bad_crc``
-    the first batch whose CRC fails is kept (``crc_ok`` False, records not read) and
-    reading stops there.
-    """
-    records = KafkaPythonMemoryRecords(data)
-    views = []
-    position = 0
-    while records.has_next():
-        batch = records.next_batch()
-        crc_ok = bool(batch.validate_crc())
-        view = BatchView(position, batch.size_in_bytes, crc_ok, _kafka_python_header(batch))
-        views.append(view)
-        position += batch.size_in_bytes
-        if not crc_ok and stop_at_bad_crc:
-            return BufferView(views, view.position)
-        view.records = _kafka_python_records(batch)
-    return BufferView(views, position)
-
-
 def _aiokafka_header(batch: Any, raw: memoryview) -> dict[str, Any]:
     if raw[16] >= 2:
         return {
@@ -255,11 +155,11 @@ def _aiokafka_records(batch: Any, magic: int) -> list[dict[str, Any]]:
     for record in batch:
         view: dict[str, Any] = {
             "offset": record.offset,
-            "timestamp": _none_to_minus_one(record.timestamp),
-            "timestamp_type": _none_to_minus_one(record.timestamp_type),
+            "timestamp": none_to_minus_one(record.timestamp),
+            "timestamp_type": none_to_minus_one(record.timestamp_type),
             "key": record.key,
             "value": record.value,
-            "headers": _headers(record.headers),
+            "headers": headers_tuple(record.headers),
         }
         if magic < 2 and record.timestamp is None:
             # aiokafka's Cython legacy reader turns a v1 timestamp of -1 into None and then

@@ -27,7 +27,6 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder as Aiokafk
 from compat_support import (
     aiokafka_view,
     assert_same_reading,
-    kafka_python_view,
     seglog_view,
 )
 from kafka.record.default_records import DefaultRecordBatchBuilder as KafkaPythonBuilder
@@ -37,6 +36,7 @@ from seglog.format.batch import RECORD_BATCH_OVERHEAD, RecordBatch, encode_batch
 from seglog.format.compression import CompressionType, compress
 from seglog.format.reader import read_batches
 from seglog.format.records import Header, Record
+from support.kafka_oracle import kafka_python_view
 
 pytestmark = pytest.mark.compat
 

@@ -37,7 +37,6 @@ from compat_support import (
     aiokafka_crc32c,
     aiokafka_view,
     assert_same_reading,
-    kafka_python_view,
     seglog_view,
 )
 
@@ -45,6 +44,7 @@ from corpus_location import corpus_params, corpus_root
 from seglog.errors import CorruptRecordError
 from seglog.format.batch import RecordBatch
 from seglog.format.reader import EndKind, iter_batches_strict, read_batches
+from support.kafka_oracle import kafka_python_view
 
 pytestmark = pytest.mark.compat
 

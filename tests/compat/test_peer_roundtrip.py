@@ -33,10 +33,8 @@ import pytest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder as AiokafkaBuilder
 from aiokafka.record.legacy_records import LegacyRecordBatchBuilder as AiokafkaLegacyBuilder
 from compat_support import (
-    BufferView,
     aiokafka_view,
     assert_same_reading,
-    kafka_python_view,
     seglog_view,
 )
 from hypothesis import HealthCheck, assume, given, settings
@@ -53,6 +51,7 @@ from seglog.format.legacy import LegacyBatch
 from seglog.format.reader import read_batches
 from seglog.format.records import Header, Record, TimestampType
 from seglog.testing.strategies import BatchSpec, batch_specs
+from support.kafka_oracle import BufferView, kafka_python_view
 
 pytestmark = pytest.mark.compat
 

@@ -1,0 +1,678 @@
+"""One partition's log: Kafka's ``UnifiedLog`` + ``LocalLog`` for a single node.
+
+A ``Log`` owns a partition directory's segments (oldest first, the last one *active*) and the
+partition's offsets:
+
+* ``log_start_offset``: first offset a reader may fetch (raised by retention/DeleteRecords);
+* ``log_end_offset`` (LEO): the offset the next appended record gets;
+* ``high_watermark``: on a single node every append is committed at once, so it equals LEO;
+* ``recovery_point``: every offset below it is fsynced; recovery after a crash starts at the
+  segment holding it.
+
+Invariants, kept under the log's lock: segment base offsets strictly increase; each segment's
+offsets are below the next one's base; LEO is the active segment's next offset;
+``log_start_offset <= high_watermark == LEO`` and ``recovery_point <= LEO``. Readers take a
+snapshot of the segment list without the lock, so a read never blocks an append and never sees
+a partial batch (a segment's readable size only grows after a whole append was written).
+
+Append (spec §5.1): validate each batch (whole, CRC, ``max.message.bytes``, count matches the
+offset range, no control batches from clients, keys on a compacted topic, timestamps within
+``message.timestamp.*.max.ms``), assign offsets from LEO, stamp the leader epoch (0) and, for
+``LogAppendTime``, the append time; roll if a roll condition holds (:mod:`seglog.core.roll`);
+write; flush when ``flush.messages`` is reached.
+"""
+
+from __future__ import annotations
+
+import bisect
+import random
+import struct
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from seglog.clock import Clock
+from seglog.config import LogConfig
+from seglog.core.roll import (
+    ActiveSegmentState,
+    PendingAppend,
+    RollReason,
+    draw_roll_jitter_ms,
+    roll_reason,
+)
+from seglog.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    SeglogError,
+    UnreadableFileError,
+)
+from seglog.format.batch import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    MAGIC_V2,
+    TIMESTAMP_TYPE_MASK,
+    RecordBatch,
+    set_base_offset,
+    set_partition_leader_epoch,
+)
+from seglog.format.builder import BatchBuilder
+from seglog.format.checkpoint import (
+    EpochEntry,
+    encode_leader_epoch_checkpoint,
+    parse_leader_epoch_checkpoint,
+)
+from seglog.format.columnar import scan_columns
+from seglog.format.compression import CompressionType
+from seglog.format.crc import crc32c
+from seglog.format.names import DELETED_SUFFIX
+from seglog.format.reader import BatchReader, EndKind, read_batches
+from seglog.format.records import Header, TimestampType
+from seglog.format.topic_names import TopicPartition
+from seglog.storage.atomic import fsync_directory, write_file_atomically
+from seglog.storage.loader import LoadedLog, LoadReport, SegmentSettings, load_partition_dir
+from seglog.storage.segment import LogSegment
+
+LEADER_EPOCH = 0  # a single node is always the leader of epoch 0
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+DEFAULT_FETCH_MAX_BYTES = 1024 * 1024
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+
+_MAX_TIMESTAMP_AT = 35
+_INT64 = struct.Struct(">q")
+_INT16 = struct.Struct(">h")
+_UINT32 = struct.Struct(">I")
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """What one append did."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
+    batch_count: int
+    record_count: int
+    size_bytes: int
+    rolled: RollReason | None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """Bytes read from a log: whole batches from a batch boundary, maybe a partial last one."""
+
+    fetch_offset: int
+    data: bytes
+    high_watermark: int
+    log_start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndTimestamp:
+    """A ListOffsets answer: an offset and its record's timestamp (-1 for LATEST/EARLIEST)."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int = LEADER_EPOCH
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumedRecord:
+    """One record as a consumer sees it."""
+
+    offset: int
+    timestamp: int
+    timestamp_type: TimestampType
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[Header, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _Validated:
+    data: bytearray
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    shallow_offset_of_max_timestamp: int
+    batch_count: int
+    record_count: int
+
+
+class Log:
+    """A partition log; see the module docstring. Create with :meth:`open`."""
+
+    def __init__(
+        self,
+        directory: Path,
+        topic_partition: TopicPartition,
+        config: LogConfig,
+        loaded: LoadedLog,
+        *,
+        clock: Clock,
+        writable: bool,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.directory = directory
+        self.topic_partition = topic_partition
+        self.config = config
+        self.clock = clock
+        self.writable = writable
+        self.load_report: LoadReport = loaded.report
+        self._rng = rng or random.Random()
+        self._lock = threading.RLock()
+        self._segments: tuple[LogSegment, ...] = tuple(loaded.segments)
+        self._bases: tuple[int, ...] = tuple(s.base_offset for s in loaded.segments)
+        self.log_start_offset = loaded.log_start_offset
+        self.log_end_offset = loaded.log_end_offset
+        self.recovery_point = loaded.recovery_point
+        self._last_flush_ms = clock.monotonic_ms()
+        self._needs_dir_fsync = False
+        self._closed = False
+        self._epochs = self._load_epochs()
+        self.active_segment.roll_jitter_ms = self._draw_jitter()
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path,
+        topic_partition: TopicPartition,
+        config: LogConfig,
+        *,
+        clock: Clock,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        had_clean_shutdown: bool = False,
+        writable: bool = True,
+    ) -> Log:
+        """Open (creating when writable) a partition directory and load it (spec §12)."""
+        if writable:
+            directory.mkdir(parents=True, exist_ok=True)
+        elif not directory.is_dir():
+            raise UnreadableFileError("partition directory does not exist", path=str(directory))
+        loaded = load_partition_dir(
+            directory,
+            SegmentSettings(config.index_interval_bytes, config.segment_index_bytes),
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            had_clean_shutdown=had_clean_shutdown,
+            now_ms=clock.now_ms(),
+            writable=writable,
+        )
+        return cls(directory, topic_partition, config, loaded, clock=clock, writable=writable)
+
+    def __repr__(self) -> str:
+        return (
+            f"Log({self.topic_partition}, start={self.log_start_offset}, "
+            f"end={self.log_end_offset}, segments={len(self._segments)})"
+        )
+
+    # --- views -------------------------------------------------------------------------------
+    @property
+    def segments(self) -> tuple[LogSegment, ...]:
+        """The segments, oldest first (a snapshot; the last is the active one)."""
+        return self._segments
+
+    @property
+    def active_segment(self) -> LogSegment:
+        """The segment that takes appends."""
+        return self._segments[-1]
+
+    @property
+    def high_watermark(self) -> int:
+        """Last committed offset + 1; on one node, the log end offset."""
+        return self.log_end_offset
+
+    def size_bytes(self) -> int:
+        """Total ``.log`` bytes of every segment."""
+        return sum(s.size for s in self._segments)
+
+    def _floor_segment(self, offset: int) -> int:
+        """Index of the segment with the largest base offset <= ``offset`` (-1 if none)."""
+        return bisect.bisect_right(self._bases, offset) - 1
+
+    # --- leader epochs -------------------------------------------------------------------------
+    def _epoch_path(self) -> Path:
+        return self.directory / LEADER_EPOCH_CHECKPOINT
+
+    def _load_epochs(self) -> list[EpochEntry]:
+        path = self._epoch_path()
+        if not path.exists():
+            if self.writable:
+                write_file_atomically(path, b"")  # Kafka creates it empty when the log opens
+            return []
+        try:
+            entries = parse_leader_epoch_checkpoint(path.read_bytes(), path=str(path))
+        except (OSError, SeglogError):
+            return []  # Kafka rebuilds a damaged epoch cache; a single node only has epoch 0
+        return [e for e in entries if e.start_offset < self.log_end_offset]
+
+    def _assign_epoch(self, start_offset: int) -> None:
+        if self._epochs and self._epochs[-1].epoch >= LEADER_EPOCH:
+            return
+        self._epochs.append(EpochEntry(LEADER_EPOCH, start_offset))
+        write_file_atomically(self._epoch_path(), encode_leader_epoch_checkpoint(self._epochs))
+
+    # --- append ------------------------------------------------------------------------------
+    def _draw_jitter(self) -> int:
+        return draw_roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms, self._rng)
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise UnreadableFileError("log is open read-only", path=str(self.directory))
+        if self._closed:
+            raise UnreadableFileError("log is closed", path=str(self.directory))
+
+    def _validate(self, data: bytes | bytearray | memoryview, now_ms: int) -> _Validated:
+        """Check every batch of a producer's chunk and assign offsets in a private copy."""
+        where = f"append to {self.topic_partition}"
+        config = self.config
+        out = bytearray(data)
+        reader = BatchReader(out, verify_crc=True, check_offsets=False)
+        next_offset = self.log_end_offset
+        first_offset = next_offset
+        max_timestamp = -1
+        shallow = next_offset
+        batches = records = 0
+        log_append = config.message_timestamp_type == "LogAppendTime"
+        for batch in reader:
+            if batch.magic != MAGIC_V2:
+                raise InvalidRecordError(
+                    f"{where}: batch at position {batch.position} has magic "
+                    f"{batch.magic}; seglog accepts only magic 2"
+                )
+            assert isinstance(batch, RecordBatch)
+            if batch.size_in_bytes > config.max_message_bytes:
+                raise RecordTooLargeError(
+                    f"{where}: batch at position {batch.position} is {batch.size_in_bytes} bytes, "
+                    f"above max.message.bytes {config.max_message_bytes}"
+                )
+            if batch.is_control:
+                raise InvalidRecordError(f"{where}: clients cannot append control batches")
+            if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
+                raise InvalidRecordError(
+                    f"{where}: batch at position {batch.position} has {batch.records_count} "
+                    f"records but lastOffsetDelta {batch.last_offset_delta}"
+                )
+            view = memoryview(out)[batch.position : batch.position + batch.size_in_bytes]
+            set_base_offset(view, next_offset)
+            set_partition_leader_epoch(view, LEADER_EPOCH)
+            batch_max = batch.max_timestamp
+            if log_append:
+                batch_max = now_ms
+                attributes = batch.attributes | TIMESTAMP_TYPE_MASK
+                _INT16.pack_into(view, ATTRIBUTES_OFFSET, attributes)
+                _INT64.pack_into(view, _MAX_TIMESTAMP_AT, now_ms)
+                _UINT32.pack_into(view, CRC_OFFSET, crc32c(view[ATTRIBUTES_OFFSET:]))
+            last = next_offset + batch.last_offset_delta
+            if batch_max > max_timestamp:
+                max_timestamp, shallow = batch_max, last
+            next_offset = last + 1
+            batches += 1
+            records += batch.records_count
+        assert reader.end is not None
+        if reader.end.kind is not EndKind.CLEAN:
+            raise CorruptRecordError(f"{where}: {reader.end.reason}", position=reader.end.position)
+        if batches == 0:
+            raise InvalidRecordError(f"{where}: no batches to append")
+        if config.is_compacted or (not log_append and self._has_timestamp_bounds()):
+            self._validate_records(out, now_ms, log_append, where)
+        return _Validated(
+            out, first_offset, next_offset - 1, max_timestamp, shallow, batches, records
+        )
+
+    def _has_timestamp_bounds(self) -> bool:
+        int64_max = (1 << 63) - 1
+        return (
+            self.config.message_timestamp_before_max_ms < int64_max
+            or self.config.message_timestamp_after_max_ms < int64_max
+        )
+
+    def _validate_records(self, data: bytearray, now_ms: int, log_append: bool, where: str) -> None:
+        """Record-level checks (keys on a compacted topic, timestamp bounds) with the kernel."""
+        columns = scan_columns(bytes(data), verify_crc=False)
+        if self.config.is_compacted:
+            keyless = np.flatnonzero(columns.key_length < 0)
+            if len(keyless):
+                raise InvalidRecordError(
+                    f"{where}: compacted topic {self.topic_partition.topic!r} requires a key; "
+                    f"record {int(keyless[0])} of the append has none"
+                )
+        if not log_append and self._has_timestamp_bounds():
+            earliest = now_ms - self.config.message_timestamp_before_max_ms
+            latest = now_ms + self.config.message_timestamp_after_max_ms
+            bad = np.flatnonzero((columns.timestamp < earliest) | (columns.timestamp > latest))
+            if len(bad):
+                raise InvalidRecordError(
+                    f"{where}: record timestamp {int(columns.timestamp[bad[0]])} is outside "
+                    f"[{earliest}, {latest}] (message.timestamp.before/after.max.ms)"
+                )
+
+    def append(self, data: bytes | bytearray | memoryview) -> LogAppendInfo:
+        """Append a producer's chunk of v2 batches (offsets are assigned here); spec §5.1."""
+        with self._lock:
+            self._check_writable()
+            now_ms = self.clock.now_ms()
+            checked = self._validate(data, now_ms)
+            size = len(checked.data)
+            if size > self.config.segment_bytes:
+                raise RecordTooLargeError(
+                    f"append to {self.topic_partition} is {size} bytes, above segment.bytes "
+                    f"{self.config.segment_bytes}"
+                )
+            rolled = self._maybe_roll(size, checked.max_timestamp, checked.last_offset, now_ms)
+            if not self._epochs:
+                self._assign_epoch(checked.first_offset)
+            self.active_segment.append(
+                checked.last_offset,
+                checked.max_timestamp,
+                checked.shallow_offset_of_max_timestamp,
+                checked.data,
+            )
+            self.log_end_offset = checked.last_offset + 1
+            if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+                self.flush()
+            return LogAppendInfo(
+                checked.first_offset,
+                checked.last_offset,
+                checked.max_timestamp,
+                now_ms if self.config.message_timestamp_type == "LogAppendTime" else -1,
+                checked.batch_count,
+                checked.record_count,
+                size,
+                rolled,
+            )
+
+    def append_records(
+        self,
+        records: Iterable[tuple[bytes | None, bytes | None]]
+        | Iterable[tuple[bytes | None, bytes | None, Sequence[Header], int]],
+        *,
+        timestamp_ms: int | None = None,
+    ) -> LogAppendInfo:
+        """Build batches (the topic's codec, ``max.message.bytes``) and append them as one chunk.
+
+        Each item is ``(key, value)`` or ``(key, value, headers, timestamp_ms)``; without a
+        timestamp the clock's now is used.
+        """
+        now = self.clock.now_ms() if timestamp_ms is None else timestamp_ms
+        codec_name = self.config.compression_type
+        codec = (
+            CompressionType.NONE
+            if codec_name in ("producer", "uncompressed")
+            else (CompressionType[codec_name.upper()])
+        )
+        chunks: list[bytes] = []
+        builder = BatchBuilder(max_batch_bytes=self.config.max_message_bytes, compression=codec)
+        for item in records:
+            key, value = item[0], item[1]
+            headers: Sequence[Header] = item[2] if len(item) > 2 else ()
+            ts: int = item[3] if len(item) > 3 else now
+            if not builder.try_append(ts, key, value, headers):
+                if not len(builder):
+                    builder.append(ts, key, value, headers)  # raises RecordTooLargeError
+                chunks.append(builder.build())
+                builder = BatchBuilder(
+                    max_batch_bytes=self.config.max_message_bytes, compression=codec
+                )
+                builder.append(ts, key, value, headers)
+        if len(builder):
+            chunks.append(builder.build())
+        return self.append(b"".join(chunks))
+
+    # --- roll ----------------------------------------------------------------------------------
+    def _maybe_roll(
+        self, size: int, max_timestamp: int, last_offset: int, now_ms: int
+    ) -> RollReason | None:
+        segment = self.active_segment
+        state = ActiveSegmentState(
+            base_offset=segment.base_offset,
+            size_bytes=segment.size,
+            rolling_based_timestamp=segment.rolling_based_timestamp,
+            created_ms=segment.created_ms,
+            offset_index_entries=segment.offset_index.entries,
+            offset_index_max_entries=segment.offset_index.max_entries,
+            time_index_entries=segment.time_index.entries,
+            time_index_max_entries=segment.time_index.max_entries,
+            roll_jitter_ms=segment.roll_jitter_ms,
+        )
+        reason = roll_reason(
+            state,
+            PendingAppend(size, max_timestamp, last_offset),
+            segment_bytes=self.config.segment_bytes,
+            max_segment_ms=self.config.max_segment_ms,
+            now_ms=now_ms,
+        )
+        if reason is not None:
+            self.roll()
+        return reason
+
+    def roll(self) -> LogSegment:
+        """Start a new active segment at LEO (spec §5.4); the old one is finished and flushed.
+
+        Rolling an empty active segment is a no-op (it already starts at LEO).
+        """
+        with self._lock:
+            self._check_writable()
+            old = self.active_segment
+            new_base = self.log_end_offset
+            if old.base_offset == new_base and old.size == 0:
+                return old
+            for stale in LogSegment.paths_for(self.directory, new_base):
+                stale.unlink(missing_ok=True)
+            old.on_become_inactive()
+            segment = self._new_segment(new_base)
+            self._publish((*self._segments, segment))
+            self._needs_dir_fsync = True
+            self.flush(new_base)
+            return segment
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        segment = LogSegment(
+            self.directory,
+            base_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            segment_index_bytes=self.config.segment_index_bytes,
+            created_ms=self.clock.now_ms(),
+            roll_jitter_ms=self._draw_jitter(),
+        )
+        segment.make_active()
+        return segment
+
+    def _publish(self, segments: tuple[LogSegment, ...]) -> None:
+        self._segments = segments
+        self._bases = tuple(s.base_offset for s in segments)
+
+    # --- flush ---------------------------------------------------------------------------------
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync every segment holding offsets in [recovery point, ``up_to_offset``) (spec §13)."""
+        with self._lock:
+            if not self.writable:
+                return
+            target = self.log_end_offset if up_to_offset is None else up_to_offset
+            if target <= self.recovery_point:
+                return
+            segments = self._segments
+            for i, segment in enumerate(segments):
+                upper = (
+                    segments[i + 1].base_offset if i + 1 < len(segments) else self.log_end_offset
+                )
+                if upper > self.recovery_point and segment.base_offset < target:
+                    segment.flush()
+            if self._needs_dir_fsync:
+                fsync_directory(self.directory)
+                self._needs_dir_fsync = False
+            self.recovery_point = target
+            self._last_flush_ms = self.clock.monotonic_ms()
+
+    def flush_if_due(self) -> bool:
+        """Flush when ``flush.ms`` has passed since the last flush (the scheduler's check)."""
+        if self.clock.monotonic_ms() - self._last_flush_ms >= self.config.flush_ms:
+            self.flush()
+            return True
+        return False
+
+    # --- reads ---------------------------------------------------------------------------------
+    def read(
+        self,
+        offset: int,
+        max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        *,
+        min_one_message: bool = True,
+    ) -> FetchResult:
+        """Bytes from the batch holding ``offset`` on, at most ``max_bytes`` (spec §15.1).
+
+        Raises ``OffsetOutOfRangeError`` below the log start offset or above LEO; at LEO the
+        result is empty. With ``min_one_message`` the first batch comes whole even when it is
+        larger than ``max_bytes``.
+        """
+        segments, bases = self._segments, self._bases
+        start, end = self.log_start_offset, self.log_end_offset
+        if offset < start or offset > end:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{start}, {end}] of {self.topic_partition}"
+            )
+        if offset == end:
+            return FetchResult(offset, b"", end, start)
+        index = max(0, bisect.bisect_right(bases, offset) - 1)
+        for segment in segments[index:]:
+            fetched = segment.read(offset, max_bytes, min_one_message=min_one_message)
+            if fetched is not None:
+                return FetchResult(offset, fetched.data, end, start)
+        return FetchResult(offset, b"", end, start)
+
+    def read_records(
+        self, offset: int, max_records: int = 500, *, max_bytes: int = DEFAULT_FETCH_MAX_BYTES
+    ) -> list[ConsumedRecord]:
+        """Decode up to ``max_records`` data records from ``offset`` (control batches skipped)."""
+        out: list[ConsumedRecord] = []
+        position = offset
+        while len(out) < max_records and position < self.log_end_offset:
+            fetched = self.read(position, max_bytes)
+            batches, _ = read_batches(fetched.data)
+            if not batches:
+                break
+            for batch in batches:
+                position = max(position, batch.last_offset + 1)
+                if batch.is_control:
+                    continue
+                for record in batch.records():
+                    if record.offset < offset or len(out) >= max_records:
+                        continue
+                    out.append(
+                        ConsumedRecord(
+                            record.offset,
+                            batch.reported_timestamp(record),
+                            batch.timestamp_type,
+                            record.key,
+                            record.value,
+                            record.headers,
+                        )
+                    )
+        return out
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
+        """Kafka's ListOffsets (spec §15.2): -1 latest, -2 earliest, -3 max timestamp, -4 earliest
+        local, or the first offset whose record timestamp is >= ``timestamp`` (None if none)."""
+        segments = self._segments
+        start, end = self.log_start_offset, self.log_end_offset
+        if timestamp == LATEST_TIMESTAMP:
+            return OffsetAndTimestamp(end, -1)
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return OffsetAndTimestamp(start, -1)
+        if timestamp == MAX_TIMESTAMP:
+            best: LogSegment | None = None
+            for segment in segments:
+                if best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far:
+                    best = segment
+            if best is None or best.max_timestamp_so_far < 0:
+                return None
+            match = best.find_max_timestamp_record()
+            return (
+                None
+                if match is None
+                else OffsetAndTimestamp(match.offset, match.timestamp, match.leader_epoch)
+            )
+        if timestamp < 0:
+            raise InvalidRecordError(f"unknown ListOffsets timestamp {timestamp}")
+        for segment in segments:
+            if segment.largest_timestamp() < timestamp:
+                continue
+            match = segment.find_offset_by_timestamp(timestamp, start)
+            if match is not None and match.offset < end:
+                return OffsetAndTimestamp(match.offset, match.timestamp, match.leader_epoch)
+            if match is not None:
+                return None
+        return None
+
+    # --- truncation ----------------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> int:
+        """Remove every record at or above ``offset``; returns bytes removed (Kafka's truncateTo).
+
+        Segments entirely at or above ``offset`` are removed; the one holding it is cut. When
+        ``offset`` is at or below the first segment's base the log restarts empty there.
+        """
+        with self._lock:
+            self._check_writable()
+            if offset < 0:
+                raise OffsetOutOfRangeError(f"cannot truncate {self.topic_partition} to {offset}")
+            if offset >= self.log_end_offset:
+                return 0
+            removed = 0
+            keep = [s for s in self._segments if s.base_offset < offset]
+            drop = [s for s in self._segments if s.base_offset >= offset]
+            if not keep:
+                keep = [self._new_segment(offset)]
+                self.log_start_offset = offset
+            self._publish(tuple(keep))
+            for segment in drop:
+                removed += segment.size
+                self._delete_segment_files(segment)
+            tail = keep[-1]
+            removed += tail.truncate_to(offset)
+            tail.make_active()
+            self.log_end_offset = offset
+            self.log_start_offset = min(self.log_start_offset, offset)
+            self.recovery_point = min(self.recovery_point, offset)
+            self._epochs = [e for e in self._epochs if e.start_offset < offset]
+            write_file_atomically(self._epoch_path(), encode_leader_epoch_checkpoint(self._epochs))
+            fsync_directory(self.directory)
+            return removed
+
+    def _delete_segment_files(self, segment: LogSegment) -> None:
+        """Two-step delete (spec §11.1): rename to ``.deleted``, then unlink."""
+        segment.change_file_suffix(DELETED_SUFFIX)
+        segment.delete_files()
+
+    # --- close ---------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Flush, finish the active segment's indexes (final time entry, trim) and close files."""
+        with self._lock:
+            if self._closed:
+                return
+            if self.writable:
+                self.flush()
+                self.active_segment.on_become_inactive()
+                self.active_segment.flush()
+            for segment in self._segments:
+                segment.close()
+            self._closed = True
+
+    def verify(self) -> list[str]:
+        """Read every batch of every segment with CRCs; return problems found (empty = sound)."""
+        problems = []
+        for segment in self._segments:
+            try:
+                for _batch in segment.iter_batches(0, segment.size, verify_crc=True):
+                    pass
+            except CorruptRecordError as exc:
+                problems.append(str(exc))
+        return problems

@@ -1,0 +1,602 @@
+"""The LogManager: every log directory, topic and partition of one node (Kafka's ``LogManager``).
+
+Startup, per root of ``log.dirs``: take ``.lock``; read or create ``meta.properties`` (all roots
+must name the same cluster); remove stray ``*.tmp``; take the ``.kafka_cleanshutdown`` marker;
+read the recovery-point and log-start checkpoints; open every partition directory (recovering
+it unless the shutdown was clean); queue ``-delete`` directories for removal. Then topics are
+reconciled with ``seglog-topics.json`` (the newest generation over all roots): a topic marked
+``deleting`` finishes its deletion; a partition the metadata lists but no root holds is created
+(a crash during topic creation).
+
+Topic operations, each crash-safe by its order of steps:
+
+* **create**: 1. write the topic into every root's metadata; 2. create each partition's
+  directory (``partition.metadata`` first) in the root holding the fewest partitions.
+  *Crash after 1*: the next start creates the missing partitions.
+* **delete**: 1. mark the topic ``deleting`` in the metadata; 2. close its logs and rename each
+  partition directory to ``{topic}-{p}.{uuid}-delete``; 3. drop the topic from the metadata;
+  4. after ``file.delete.delay.ms`` remove the renamed directories. *Crash after 1 or 2*: the
+  next start finishes 2 and 3; *after 3*: the ``-delete`` directories are removed at start.
+* **alter**: validate, then write the new overrides; logs use the new config at once.
+
+Shutdown: flush and close every log, write the checkpoints, then ``.kafka_cleanshutdown`` in
+each root, then release the locks.
+
+A ``read_only`` manager never writes, renames or deletes anything (no lock either): it is how
+seglog opens a directory a broker owns, or the corpus.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seglog.clock import Clock, SystemClock
+from seglog.config import BrokerConfig, LogConfig
+from seglog.engine.log import Log
+from seglog.engine.scheduler import Scheduler
+from seglog.errors import InvalidConfigError, InvalidTopicError, TopicExistsError, UnknownTopicError
+from seglog.format.checkpoint import (
+    MetaProperties,
+    encode_partition_metadata,
+    new_cluster_id,
+    new_directory_id,
+    new_topic_id,
+)
+from seglog.format.topic_names import (
+    PartitionDirKind,
+    TopicPartition,
+    delete_dir_name,
+    parse_partition_dir_name,
+    partition_dir_name,
+    validate_partition,
+    validate_topic_name,
+)
+from seglog.storage.atomic import fsync_directory, write_file_atomically
+from seglog.storage.loader import LoadReport
+from seglog.storage.log_dir import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    LogDirectory,
+    TopicMetadata,
+    TopicsFile,
+)
+
+PARTITION_METADATA = "partition.metadata"
+KRAFT_METADATA_TOPIC = "__cluster_metadata"
+MAX_PARTITIONS_PER_TOPIC = 100_000
+LONG_MAX = (1 << 63) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentInfo:
+    """A segment as ``topics describe`` shows it."""
+
+    base_offset: int
+    size_bytes: int
+    offset_index_entries: int
+    time_index_entries: int
+    max_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    """A partition as ``topics describe`` shows it."""
+
+    partition: int
+    directory: str
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int
+    recovery_point: int
+    size_bytes: int
+    segments: tuple[SegmentInfo, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    """A topic: id, overrides, effective config and partitions."""
+
+    name: str
+    topic_id: str
+    overrides: dict[str, str]
+    config: dict[str, str]
+    partitions: tuple[PartitionInfo, ...]
+
+
+@dataclass(slots=True)
+class _Root:
+    directory: LogDirectory
+    had_clean_shutdown: bool = False
+    pending_deletes: list[Path] = field(default_factory=list)
+
+
+class LogManager:
+    """Every log of a node; see the module docstring. Use :meth:`open` and :meth:`close`."""
+
+    def __init__(
+        self,
+        broker: BrokerConfig,
+        *,
+        clock: Clock | None = None,
+        read_only: bool = False,
+        start_scheduler: bool = False,
+    ) -> None:
+        if not broker.log_dirs:
+            raise InvalidConfigError("log.dirs is empty: give at least one data directory")
+        self.broker = broker
+        self.clock: Clock = clock or SystemClock()
+        self.read_only = read_only
+        self.scheduler = Scheduler(self.clock)
+        self._lock = threading.RLock()
+        self._roots = [
+            _Root(LogDirectory(Path(d), writable=not read_only)) for d in broker.log_dirs
+        ]
+        self._logs: dict[TopicPartition, Log] = {}
+        self._log_root: dict[TopicPartition, int] = {}
+        self._topics = TopicsFile()
+        self.load_reports: list[LoadReport] = []
+        self.meta: MetaProperties | None = None
+        self._closed = False
+        self._start_scheduler = start_scheduler
+
+    @classmethod
+    def open(
+        cls,
+        broker: BrokerConfig,
+        *,
+        clock: Clock | None = None,
+        read_only: bool = False,
+        start_scheduler: bool = False,
+    ) -> LogManager:
+        """Open every root of ``broker.log_dirs`` (see the module docstring)."""
+        manager = cls(broker, clock=clock, read_only=read_only, start_scheduler=start_scheduler)
+        try:
+            manager._startup()
+        except BaseException:
+            manager._release()
+            raise
+        return manager
+
+    def __enter__(self) -> LogManager:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- startup --------------------------------------------------------------------------------
+    def _startup(self) -> None:
+        for root in self._roots:
+            if self.read_only and not root.directory.path.is_dir():
+                raise InvalidConfigError(f"log directory {root.directory.path} does not exist")
+            root.directory.lock()
+        self._load_meta_properties()
+        newest: TopicsFile | None = None
+        for root in self._roots:
+            directory = root.directory
+            directory.remove_stray_temp_files()
+            root.had_clean_shutdown = directory.take_clean_shutdown_marker()
+            directory.ensure_checkpoint_files()
+            topics = directory.read_topics()
+            if topics is not None and (newest is None or topics.generation > newest.generation):
+                newest = topics
+        self._topics = newest or TopicsFile()
+        for index, root in enumerate(self._roots):
+            self._load_root(index, root)
+        if not self.read_only:
+            self._reconcile_topics()
+            self._schedule_tasks()
+            if self._start_scheduler:
+                self.scheduler.start()
+
+    def _load_meta_properties(self) -> None:
+        metas = [(root, root.directory.read_meta_properties()) for root in self._roots]
+        cluster_ids = {m.cluster_id for _, m in metas if m is not None and m.cluster_id}
+        if len(cluster_ids) > 1:
+            raise InvalidConfigError(
+                f"log directories belong to different clusters: {sorted(cluster_ids)}"
+            )
+        cluster_id = next(iter(cluster_ids)) if cluster_ids else new_cluster_id()
+        for root, found in metas:
+            meta = found
+            if meta is None:
+                meta = MetaProperties(
+                    version=1,
+                    node_id=self.broker.node_id,
+                    cluster_id=cluster_id,
+                    directory_id=new_directory_id(),
+                )
+                root.directory.write_meta_properties(meta, self.clock.now_ms())
+            self.meta = self.meta or meta
+
+    def _load_root(self, index: int, root: _Root) -> None:
+        directory = root.directory
+        recovery_points = directory.read_offsets(RECOVERY_POINT_CHECKPOINT)
+        log_starts = directory.read_offsets(LOG_START_OFFSET_CHECKPOINT)
+        for path in sorted(directory.path.iterdir()):
+            if not path.is_dir():
+                continue
+            parsed = parse_partition_dir_name(path.name)
+            if parsed is None:
+                continue
+            if parsed.kind is PartitionDirKind.DELETE:
+                root.pending_deletes.append(path)
+                continue
+            if parsed.kind is not PartitionDirKind.LIVE or parsed.topic == KRAFT_METADATA_TOPIC:
+                continue  # future/stray replicas and the KRaft metadata log are not ours to open
+            tp = TopicPartition(parsed.topic, parsed.partition)
+            if tp in self._logs:
+                raise InvalidConfigError(
+                    f"partition {tp} is in two log directories: "
+                    f"{self._logs[tp].directory} and {path}"
+                )
+            meta = self._topics.topics.get(tp.topic)
+            if meta is not None and meta.deleting:
+                continue  # finished by _reconcile_topics
+            log = Log.open(
+                path,
+                tp,
+                self.log_config(tp.topic),
+                clock=self.clock,
+                recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=log_starts.get(tp, 0),
+                had_clean_shutdown=root.had_clean_shutdown,
+                writable=not self.read_only,
+            )
+            self._logs[tp] = log
+            self._log_root[tp] = index
+            self.load_reports.append(log.load_report)
+
+    def _reconcile_topics(self) -> None:
+        for name, meta in list(self._topics.topics.items()):
+            if meta.deleting:
+                self._finish_delete(name)
+                continue
+            for partition in range(meta.partitions):
+                if TopicPartition(name, partition) not in self._logs:
+                    self._create_partition(TopicPartition(name, partition), meta.topic_id)
+        for root in self._roots:
+            for path in root.pending_deletes:
+                self._schedule_dir_removal(path)
+            root.pending_deletes.clear()
+
+    def _schedule_tasks(self) -> None:
+        broker = self.broker
+        tasks = (
+            ("kafka-log-flusher", self.flush_due_logs, broker.log_flush_scheduler_interval_ms),
+            (
+                "kafka-recovery-point-checkpoint",
+                self.checkpoint_recovery_points,
+                broker.log_flush_offset_checkpoint_interval_ms,
+            ),
+            (
+                "kafka-log-start-offset-checkpoint",
+                self.checkpoint_log_start_offsets,
+                broker.log_flush_start_offset_checkpoint_interval_ms,
+            ),
+            (
+                "highwatermark-checkpoint",
+                self.checkpoint_high_watermarks,
+                broker.replica_high_watermark_checkpoint_interval_ms,
+            ),
+        )
+        for name, action, period in tasks:
+            if 0 < period < LONG_MAX:
+                self.scheduler.schedule(
+                    name, action, delay_ms=broker.log_initial_task_delay_ms, period_ms=period
+                )
+
+    # --- configs --------------------------------------------------------------------------------
+    def log_config(self, topic: str, overrides: Mapping[str, str] | None = None) -> LogConfig:
+        """The effective config of a topic: its overrides over the broker defaults."""
+        if overrides is None:
+            meta = self._topics.topics.get(topic)
+            overrides = meta.configs if meta else {}
+        return LogConfig.from_overrides(overrides, self.broker.log_defaults)
+
+    # --- topics ---------------------------------------------------------------------------------
+    def _check_writable(self) -> None:
+        if self.read_only:
+            raise InvalidConfigError("the log directories are open read-only")
+        if self._closed:
+            raise InvalidConfigError("the log manager is closed")
+
+    def _write_topics(self) -> None:
+        self._topics.generation += 1
+        for root in self._roots:
+            root.directory.write_topics(self._topics)
+
+    def create_topic(
+        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
+    ) -> TopicDescription:
+        """Create a topic with ``partitions`` partitions and config overrides."""
+        with self._lock:
+            self._check_writable()
+            validate_topic_name(name)
+            if not 1 <= partitions <= MAX_PARTITIONS_PER_TOPIC:
+                raise InvalidTopicError(
+                    f"topic {name!r}: partition count {partitions} is outside "
+                    f"1..{MAX_PARTITIONS_PER_TOPIC}"
+                )
+            if name in self.topic_names():
+                raise TopicExistsError(f"topic {name!r} already exists")
+            overrides = dict(configs or {})
+            self.log_config(name, overrides)  # validates: raises InvalidConfigError
+            meta = TopicMetadata(name, partitions, new_topic_id(), overrides)
+            self._topics.topics[name] = meta
+            self._write_topics()
+            for partition in range(partitions):
+                self._create_partition(TopicPartition(name, partition), meta.topic_id)
+            return self.describe_topic(name)
+
+    def _partition_counts(self) -> list[int]:
+        counts = [0] * len(self._roots)
+        for index in self._log_root.values():
+            counts[index] += 1
+        return counts
+
+    def _create_partition(self, tp: TopicPartition, topic_id: str) -> Log:
+        counts = self._partition_counts()
+        index = counts.index(min(counts))  # the root with the fewest partitions (seed 000)
+        root = self._roots[index].directory.path
+        path = root / partition_dir_name(tp)
+        path.mkdir(exist_ok=True)
+        write_file_atomically(path / PARTITION_METADATA, encode_partition_metadata(topic_id))
+        fsync_directory(root)
+        log = Log.open(
+            path, tp, self.log_config(tp.topic), clock=self.clock, had_clean_shutdown=False
+        )
+        self._logs[tp] = log
+        self._log_root[tp] = index
+        return log
+
+    def delete_topic(self, name: str) -> list[Path]:
+        """Delete a topic; returns the renamed ``-delete`` directories (removed later)."""
+        with self._lock:
+            self._check_writable()
+            meta = self._topics.topics.get(name)
+            if meta is None:
+                raise UnknownTopicError(f"topic {name!r} does not exist")
+            meta.deleting = True
+            self._write_topics()
+            return self._finish_delete(name)
+
+    def _finish_delete(self, name: str) -> list[Path]:
+        renamed = []
+        for tp in [tp for tp in self._logs if tp.topic == name]:
+            log = self._logs.pop(tp)
+            self._log_root.pop(tp)
+            log.close()
+            target = log.directory.with_name(delete_dir_name(tp, uuid.uuid4().hex))
+            log.directory.rename(target)
+            fsync_directory(target.parent)
+            renamed.append(target)
+        for root in self._roots:  # a crash may have left live dirs of a topic being deleted
+            for path in list(root.directory.path.iterdir()):
+                parsed = parse_partition_dir_name(path.name)
+                if (
+                    parsed
+                    and parsed.kind is PartitionDirKind.LIVE
+                    and parsed.topic == name
+                    and path.is_dir()
+                ):
+                    target = path.with_name(
+                        delete_dir_name(TopicPartition(name, parsed.partition), uuid.uuid4().hex)
+                    )
+                    path.rename(target)
+                    renamed.append(target)
+        self._topics.topics.pop(name, None)
+        self._write_topics()
+        self.checkpoint_all()
+        for path in renamed:
+            self._schedule_dir_removal(path)
+        return renamed
+
+    def _schedule_dir_removal(self, path: Path) -> None:
+        delay = self.broker.log_defaults.file_delete_delay_ms
+        self.scheduler.schedule(
+            f"delete-dir {path.name}",
+            lambda: shutil.rmtree(path, ignore_errors=True),
+            delay_ms=delay,
+        )
+
+    def alter_topic(
+        self, name: str, configs: Mapping[str, str], *, remove: Iterable[str] = ()
+    ) -> LogConfig:
+        """Set (and remove) config overrides of a topic; its logs use them at once."""
+        with self._lock:
+            self._check_writable()
+            meta = self._topics.topics.get(name)
+            if meta is None:
+                raise UnknownTopicError(f"topic {name!r} does not exist")
+            overrides = dict(meta.configs)
+            overrides.update(configs)
+            for key in remove:
+                overrides.pop(key, None)
+            config = self.log_config(name, overrides)
+            meta.configs = overrides
+            self._write_topics()
+            for tp, log in self._logs.items():
+                if tp.topic == name:
+                    log.config = config
+            return config
+
+    def topic_names(self) -> list[str]:
+        """Every topic: those in the metadata and those found on disk (e.g. a broker's)."""
+        names = {name for name, m in self._topics.topics.items() if not m.deleting}
+        names.update(tp.topic for tp in self._logs)
+        return sorted(names)
+
+    def partitions_of(self, topic: str) -> list[int]:
+        """Partition numbers of a topic that are open here."""
+        return sorted(tp.partition for tp in self._logs if tp.topic == topic)
+
+    def get_log(self, topic: str, partition: int) -> Log:
+        """The log of one partition; ``UnknownTopicError`` when it is not here."""
+        validate_partition(partition)
+        log = self._logs.get(TopicPartition(topic, partition))
+        if log is None:
+            if topic not in self.topic_names():
+                raise UnknownTopicError(f"topic {topic!r} does not exist")
+            raise UnknownTopicError(f"topic {topic!r} has no partition {partition}")
+        return log
+
+    def logs(self) -> dict[TopicPartition, Log]:
+        """Every open log."""
+        return dict(self._logs)
+
+    def describe_topic(self, name: str) -> TopicDescription:
+        """Partitions, segments, offsets and configs of a topic."""
+        if name not in self.topic_names():
+            raise UnknownTopicError(f"topic {name!r} does not exist")
+        meta = self._topics.topics.get(name)
+        overrides = dict(meta.configs) if meta else {}
+        config = self.log_config(name, overrides)
+        partitions = []
+        for partition in self.partitions_of(name):
+            log = self._logs[TopicPartition(name, partition)]
+            segments = tuple(
+                SegmentInfo(
+                    s.base_offset,
+                    s.size,
+                    s.offset_index.entries,
+                    s.time_index.entries,
+                    s.max_timestamp_so_far,
+                )
+                for s in log.segments
+            )
+            partitions.append(
+                PartitionInfo(
+                    partition,
+                    str(log.directory),
+                    log.log_start_offset,
+                    log.log_end_offset,
+                    log.high_watermark,
+                    log.recovery_point,
+                    log.size_bytes(),
+                    segments,
+                )
+            )
+        return TopicDescription(
+            name,
+            meta.topic_id if meta else "",
+            overrides,
+            config.to_properties(),
+            tuple(partitions),
+        )
+
+    def describe_log_dirs(self) -> dict[str, object]:
+        """What ``kafka-log-dirs.sh --describe`` prints, as a JSON-ready dict."""
+        log_dirs = []
+        for index, root in enumerate(self._roots):
+            partitions = [
+                {
+                    "partition": str(tp),
+                    "size": log.size_bytes(),
+                    "offsetLag": 0,
+                    "isFuture": False,
+                }
+                for tp, log in sorted(self._logs.items())
+                if self._log_root[tp] == index
+            ]
+            log_dirs.append(
+                {
+                    "logDir": str(root.directory.path.resolve()),
+                    "error": None,
+                    "partitions": partitions,
+                }
+            )
+        return {"version": 1, "brokers": [{"broker": self.broker.node_id, "logDirs": log_dirs}]}
+
+    # --- flush and checkpoints --------------------------------------------------------------------
+    def flush_due_logs(self) -> None:
+        """Flush every log whose ``flush.ms`` has passed (the scheduler's flusher)."""
+        for log in list(self._logs.values()):
+            log.flush_if_due()
+
+    def _offsets_by_root(self, value_of: object) -> list[dict[TopicPartition, int]]:
+        out: list[dict[TopicPartition, int]] = [{} for _ in self._roots]
+        for tp, log in list(self._logs.items()):
+            value = value_of(log)  # type: ignore[operator]
+            if value is not None:
+                out[self._log_root[tp]][tp] = value
+        return out
+
+    def checkpoint_recovery_points(self) -> None:
+        """Write every root's ``recovery-point-offset-checkpoint``."""
+        for root, offsets in zip(
+            self._roots, self._offsets_by_root(lambda log: log.recovery_point), strict=True
+        ):
+            root.directory.write_offsets(RECOVERY_POINT_CHECKPOINT, offsets)
+
+    def checkpoint_log_start_offsets(self) -> None:
+        """Write ``log-start-offset-checkpoint`` (logs whose start is past their first segment)."""
+
+        def value(log: Log) -> int | None:
+            first = log.segments[0].base_offset
+            return log.log_start_offset if log.log_start_offset > first else None
+
+        for root, offsets in zip(self._roots, self._offsets_by_root(value), strict=True):
+            root.directory.write_offsets(LOG_START_OFFSET_CHECKPOINT, offsets)
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Write ``replication-offset-checkpoint`` (high watermark = log end offset here)."""
+        for root, offsets in zip(
+            self._roots, self._offsets_by_root(lambda log: log.high_watermark), strict=True
+        ):
+            root.directory.write_offsets(REPLICATION_OFFSET_CHECKPOINT, offsets)
+
+    def checkpoint_all(self) -> None:
+        """Every checkpoint this manager owns (the cleaner writes ``cleaner-offset-checkpoint``)."""
+        if self.read_only:
+            return
+        self.checkpoint_recovery_points()
+        self.checkpoint_log_start_offsets()
+        self.checkpoint_high_watermarks()
+
+    def cleaner_offsets(self, root_index: int) -> dict[TopicPartition, int]:
+        """The ``cleaner-offset-checkpoint`` of a root (written by the log cleaner)."""
+        return self._roots[root_index].directory.read_offsets(CLEANER_OFFSET_CHECKPOINT)
+
+    # --- shutdown ---------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Clean shutdown: flush and close logs, write checkpoints and the clean-shutdown marker."""
+        with self._lock:
+            if self._closed:
+                return
+            self.scheduler.shutdown()
+            try:
+                for log in self._logs.values():
+                    log.close()
+                if not self.read_only:
+                    self.checkpoint_all()
+                    for root in self._roots:
+                        root.directory.write_clean_shutdown_marker()
+            finally:
+                self._closed = True
+                self._release()
+
+    def _release(self) -> None:
+        for root in self._roots:
+            root.directory.unlock()
+
+
+def open_log_dirs(
+    log_dirs: Sequence[str | Path],
+    *,
+    overrides: Mapping[str, str] | None = None,
+    clock: Clock | None = None,
+    read_only: bool = False,
+) -> LogManager:
+    """Open data directories with broker defaults (plus ``overrides``, server.properties keys)."""
+    properties = dict(overrides or {})
+    properties["log.dirs"] = ",".join(str(d) for d in log_dirs)
+    return LogManager.open(
+        BrokerConfig.from_properties(properties), clock=clock, read_only=read_only
+    )

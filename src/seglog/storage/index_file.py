@@ -1,0 +1,370 @@
+"""A segment's ``.index`` and ``.timeindex`` files: sparse, preallocated, trimmed (spec §7-8).
+
+Entry layouts are in :mod:`seglog.format.index`. This module owns the files:
+
+* **Entries live in memory** as two typed arrays (no Python object per entry) and are written
+  through to the file with ``pwrite`` as they are appended, at ``entries * entry_bytes``.
+  Searches are binary searches on the in-memory column (``bisect``), the same answer as
+  Kafka's warm/cold binary search over its mmap.
+* **Preallocation**: while the segment is active the file is ``max_index_bytes`` long,
+  ``floor(segment.index.bytes / entry_bytes) * entry_bytes``; the unused tail is zeros (a
+  sparse file, so it costs no disk). **Trimming** (roll, close, after recovery) truncates the
+  file to exactly ``entries * entry_bytes``, which is what Kafka expects of every non-active
+  segment: Kafka reads ``floor(file size / entry size)`` entries from an existing file.
+* **Full**: the offset index when ``entries >= max_entries``; the time index when
+  ``entries >= max_entries - 1`` (its last slot is kept for the roll's final entry).
+* **Loading** reads the file once, lazily, on first use. A zero tail (a preallocated file of a
+  crashed writer) ends the entries at the first entry ``i > 0`` whose relative offset is 0, as
+  Kafka's dump tool does; recovery rebuilds such indexes anyway.
+* ``persist=False`` keeps everything in memory and never touches the file: the read-only mode
+  used to open a directory another process owns (a broker's, or the corpus).
+
+Invariants (kept by :meth:`append` / :meth:`maybe_append`, violations are our bugs and raise
+``CorruptIndexError`` naming the file): offset-index relative offsets strictly increase and
+positions never decrease; time-index timestamps strictly increase and offsets never decrease.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import struct
+from array import array
+from pathlib import Path
+
+import numpy as np
+
+from seglog.errors import CorruptIndexError, UnreadableFileError
+from seglog.format.index import (
+    OFFSET_INDEX_ENTRY_BYTES,
+    TIME_INDEX_ENTRY_BYTES,
+    sanity_check_offset_index,
+    sanity_check_time_index,
+)
+
+INT32_MAX = (1 << 31) - 1
+NO_TIMESTAMP = -1
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+_OFFSET_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
+_TIME_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
+
+
+def max_index_bytes(segment_index_bytes: int, entry_bytes: int) -> int:
+    """``segment.index.bytes`` rounded down to a whole number of entries (spec §7.2)."""
+    rounded = segment_index_bytes // entry_bytes * entry_bytes
+    if rounded < entry_bytes:
+        raise CorruptIndexError(
+            f"segment.index.bytes {segment_index_bytes} cannot hold one {entry_bytes}-byte entry"
+        )
+    return rounded
+
+
+def _zero_tail_end(relative_offsets: np.ndarray) -> int:
+    """Entries before the first entry i > 0 whose relative offset is 0 (a zero tail)."""
+    if len(relative_offsets) <= 1:
+        return len(relative_offsets)
+    zeros = np.flatnonzero(relative_offsets[1:] == 0)
+    return int(zeros[0]) + 1 if len(zeros) else len(relative_offsets)
+
+
+class _IndexFile:
+    """The file half of an index: lazily loaded, written through, preallocated, trimmed."""
+
+    entry_bytes: int = 0
+    kind: str = ""
+
+    def __init__(
+        self, path: Path, base_offset: int, *, segment_index_bytes: int, persist: bool = True
+    ) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.persist = persist
+        self.max_index_bytes = max_index_bytes(segment_index_bytes, self.entry_bytes)
+        self._fd: int | None = None
+        self._loaded = False
+        self._keys: array[int] = array("q")
+        self._values: array[int] = array("q")
+
+    # --- loading --------------------------------------------------------------------------
+    def _ensure_loaded(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        try:
+            with open(self.path, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError:
+            return  # Kafka creates index files lazily: missing reads as empty (spec §7.5)
+        except OSError as exc:
+            raise UnreadableFileError(exc.strerror or str(exc), path=str(self.path)) from exc
+        self._load_entries(data)
+
+    def _load_entries(self, data: bytes) -> None:
+        raise NotImplementedError
+
+    @property
+    def max_entries(self) -> int:
+        """Entries the preallocated file can hold."""
+        return self.max_index_bytes // self.entry_bytes
+
+    @property
+    def entries(self) -> int:
+        """Number of entries."""
+        self._ensure_loaded()
+        return len(self._keys)
+
+    @property
+    def exists(self) -> bool:
+        """True when the file is on disk (or, in memory-only mode, has been loaded)."""
+        return self.path.exists()
+
+    # --- file writes ----------------------------------------------------------------------
+    def _open_for_write(self) -> int:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            if os.fstat(self._fd).st_size < self.max_index_bytes:
+                os.ftruncate(self._fd, self.max_index_bytes)
+        return self._fd
+
+    def _write_entry(self, slot: int, packed: bytes) -> None:
+        if self.persist:
+            os.pwrite(self._open_for_write(), packed, slot * self.entry_bytes)
+
+    def _cut_entries(self, keep: int) -> None:
+        del self._keys[keep:]
+        del self._values[keep:]
+        if self.persist and self.path.exists():
+            fd = self._open_for_write()
+            # Down then up again: the dropped entries become zeros, the file keeps its length.
+            os.ftruncate(fd, keep * self.entry_bytes)
+            os.ftruncate(fd, self.max_index_bytes)
+
+    def create_preallocated(self) -> None:
+        """Create (or extend) the file to its preallocated length; the active segment's state."""
+        self._ensure_loaded()
+        if self.persist:
+            self._open_for_write()
+
+    def reset(self) -> None:
+        """Drop every entry (recovery rebuilds the index from the log)."""
+        self._loaded = True
+        self._cut_entries(0)
+        if self.persist:
+            self._open_for_write()
+
+    def trim(self) -> None:
+        """Cut the file to exactly its entries (roll, close, after recovery)."""
+        self._ensure_loaded()
+        if not self.persist:
+            return
+        fd = self._open_for_write()
+        os.ftruncate(fd, len(self._keys) * self.entry_bytes)
+
+    def resize_to_max(self) -> None:
+        """Extend the file back to its preallocated length (the segment is active again)."""
+        self._ensure_loaded()
+        if self.persist:
+            fd = self._open_for_write()
+            os.ftruncate(fd, self.max_index_bytes)
+
+    def flush(self) -> None:
+        """fsync the file, if it was written."""
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Close the file handle (entries stay in memory for reads)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def rename_to(self, path: Path) -> None:
+        """Rename the file (when present) and keep using it under the new name."""
+        if self.persist and self.path.exists():
+            os.replace(self.path, path)
+        self.path = path
+
+    def delete_file(self) -> None:
+        """Close and unlink the file (missing is fine)."""
+        self.close()
+        if self.persist:
+            self.path.unlink(missing_ok=True)
+
+    def file_size_bytes(self) -> int:
+        """Size of the file on disk (0 when missing)."""
+        try:
+            return self.path.stat().st_size
+        except FileNotFoundError:
+            return 0
+
+    def _floor_slot(self, key: int) -> int:
+        """Slot of the largest entry whose key is <= ``key``, or -1."""
+        self._ensure_loaded()
+        return bisect.bisect_right(self._keys, key) - 1
+
+    def _corrupt(self, reason: str) -> CorruptIndexError:
+        return CorruptIndexError(
+            reason, position=len(self._keys) * self.entry_bytes, path=str(self.path)
+        )
+
+
+class OffsetIndexFile(_IndexFile):
+    """``.index``: absolute offset (a batch's last offset) -> byte position of a batch start."""
+
+    entry_bytes = OFFSET_INDEX_ENTRY_BYTES
+    kind = "offset index"
+
+    def _load_entries(self, data: bytes) -> None:
+        count = len(data) // self.entry_bytes
+        entries = np.frombuffer(data, dtype=_OFFSET_DTYPE, count=count)
+        count = _zero_tail_end(entries["relative_offset"])
+        self._keys = array("q", entries["relative_offset"][:count].astype(np.int64).tobytes())
+        self._values = array("q", entries["position"][:count].astype(np.int64).tobytes())
+
+    @property
+    def is_full(self) -> bool:
+        """True when no entry fits any more."""
+        return self.entries >= self.max_entries
+
+    def last_entry(self) -> tuple[int, int]:
+        """(offset, position) of the last entry, or (base offset, 0) when empty."""
+        self._ensure_loaded()
+        if not self._keys:
+            return self.base_offset, 0
+        return self.base_offset + self._keys[-1], self._values[-1]
+
+    def entry(self, slot: int) -> tuple[int, int]:
+        """(offset, position) of entry ``slot``."""
+        self._ensure_loaded()
+        return self.base_offset + self._keys[slot], self._values[slot]
+
+    def append(self, offset: int, position: int) -> None:
+        """Add an entry; the offset must be above the last entry's (Kafka's rule)."""
+        self._ensure_loaded()
+        if self.is_full:
+            raise self._corrupt(f"cannot append offset {offset}: the index is full")
+        relative = offset - self.base_offset
+        if not 0 <= relative <= INT32_MAX:
+            raise self._corrupt(f"offset {offset} is not within int32 of base {self.base_offset}")
+        if self._keys and relative <= self._keys[-1]:
+            raise self._corrupt(
+                f"offset {offset} is not above the last entry's {self.base_offset + self._keys[-1]}"
+            )
+        if self._values and position < self._values[-1]:
+            raise self._corrupt(f"position {position} is below the last entry's {self._values[-1]}")
+        self._write_entry(len(self._keys), _OFFSET_ENTRY.pack(relative, position))
+        self._keys.append(relative)
+        self._values.append(position)
+
+    def lookup(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the largest entry <= ``offset``; (base, 0) if none (spec §7.3)."""
+        slot = self._floor_slot(offset - self.base_offset)
+        if slot < 0:
+            return self.base_offset, 0
+        return self.base_offset + self._keys[slot], self._values[slot]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries at or above ``offset`` (an entry equal to it goes too; spec §7.4)."""
+        slot = self._floor_slot(offset - self.base_offset)
+        if slot < 0:
+            keep = 0
+        elif self._keys[slot] == offset - self.base_offset:
+            keep = slot
+        else:
+            keep = slot + 1
+        self._cut_entries(keep)
+
+    def fetch_upper_bound_position(self, position: int) -> int | None:
+        """Smallest entry position >= ``position``, or None."""
+        self._ensure_loaded()
+        slot = bisect.bisect_left(self._values, position)
+        return self._values[slot] if slot < len(self._values) else None
+
+    def sanity_check(self) -> None:
+        """Kafka's check of the file on disk (spec §7.5); raises ``CorruptIndexError``."""
+        if self.persist and self.path.exists():
+            sanity_check_offset_index(self.path.read_bytes(), self.base_offset, path=str(self.path))
+
+
+class TimeIndexFile(_IndexFile):
+    """``.timeindex``: largest timestamp so far -> the last offset of the batch that had it."""
+
+    entry_bytes = TIME_INDEX_ENTRY_BYTES
+    kind = "time index"
+
+    def _load_entries(self, data: bytes) -> None:
+        count = len(data) // self.entry_bytes
+        entries = np.frombuffer(data, dtype=_TIME_DTYPE, count=count)
+        count = _zero_tail_end(entries["relative_offset"])
+        self._keys = array("q", entries["timestamp"][:count].astype(np.int64).tobytes())
+        self._values = array("q", entries["relative_offset"][:count].astype(np.int64).tobytes())
+
+    @property
+    def is_full(self) -> bool:
+        """True when only the reserved last slot is left."""
+        return self.entries >= self.max_entries - 1
+
+    def last_entry(self) -> tuple[int, int]:
+        """(timestamp, offset) of the last entry, or (-1, base offset) when empty."""
+        self._ensure_loaded()
+        if not self._keys:
+            return NO_TIMESTAMP, self.base_offset
+        return self._keys[-1], self.base_offset + self._values[-1]
+
+    def entry(self, slot: int) -> tuple[int, int]:
+        """(timestamp, offset) of entry ``slot``."""
+        self._ensure_loaded()
+        return self._keys[slot], self.base_offset + self._values[slot]
+
+    def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> bool:
+        """Add (timestamp, offset) if the timestamp is above the last entry's (spec §8.2).
+
+        Returns whether an entry was written. ``skip_full_check`` lets the roll's final
+        entry use the reserved last slot.
+        """
+        self._ensure_loaded()
+        if not skip_full_check and self.is_full:
+            raise self._corrupt(f"cannot append timestamp {timestamp}: the time index is full")
+        if len(self._keys) >= self.max_entries:
+            raise self._corrupt("the time index has no slot left, not even the reserved one")
+        last_ts, last_offset = self.last_entry()
+        if self._keys and offset < last_offset:
+            raise self._corrupt(f"offset {offset} is below the last entry's {last_offset}")
+        if self._keys and timestamp < last_ts:
+            raise self._corrupt(f"timestamp {timestamp} is below the last entry's {last_ts}")
+        if timestamp <= last_ts:
+            return False
+        relative = offset - self.base_offset
+        if not 0 <= relative <= INT32_MAX:
+            raise self._corrupt(f"offset {offset} is not within int32 of base {self.base_offset}")
+        self._write_entry(len(self._keys), _TIME_ENTRY.pack(timestamp, relative))
+        self._keys.append(timestamp)
+        self._values.append(relative)
+        return True
+
+    def lookup(self, timestamp: int) -> tuple[int, int]:
+        """(timestamp, offset) of the largest entry <= ``timestamp``; (-1, base) if none."""
+        slot = self._floor_slot(timestamp)
+        if slot < 0:
+            return NO_TIMESTAMP, self.base_offset
+        return self._keys[slot], self.base_offset + self._values[slot]
+
+    def truncate_to(self, offset: int) -> None:
+        """Drop entries whose offset is at or above ``offset`` (Kafka's ``truncateTo``)."""
+        self._ensure_loaded()
+        relative = offset - self.base_offset
+        slot = bisect.bisect_right(self._values, relative) - 1
+        if slot < 0:
+            keep = 0
+        elif self._values[slot] == relative:
+            keep = bisect.bisect_left(self._values, relative)
+        else:
+            keep = slot + 1
+        self._cut_entries(keep)
+
+    def sanity_check(self) -> None:
+        """Kafka's check of the file on disk (spec §8.6); raises ``CorruptIndexError``."""
+        if self.persist and self.path.exists():
+            sanity_check_time_index(self.path.read_bytes(), self.base_offset, path=str(self.path))

@@ -1,0 +1,262 @@
+"""A log directory root (one entry of ``log.dirs``): its lock, metadata and checkpoint files.
+
+Files of a root (spec §1.1, §6), each written atomically (``.tmp``, fsync, rename, directory
+fsync) in Kafka's exact text format:
+
+* ``.lock``: empty; held with an exclusive POSIX record lock (``fcntl.lockf``, what Java's
+  ``FileChannel.tryLock`` takes) for as long as the directory is open read-write, so a second
+  process (seglog or a Kafka broker) fails at once with :class:`LogDirectoryLockedError`;
+* ``meta.properties``: node id, cluster id, directory id (Java properties);
+* ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
+  ``replication-offset-checkpoint``, ``cleaner-offset-checkpoint``: offset checkpoints;
+* ``.kafka_cleanshutdown``: present only between a clean shutdown and the next start;
+* ``seglog-topics.json``: seglog's own topic metadata (partition count, topic id, config
+  overrides), in every root, with a ``generation`` so the newest copy wins after a crash
+  between two roots' writes. Kafka ignores plain files in a log directory, so it is harmless.
+
+An unreadable recovery-point checkpoint reads as "no recovery points" (everything is recovered)
+and an unreadable log-start checkpoint as "no log start offsets", as Kafka does; both are
+reported, never fatal.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seglog.errors import (
+    CorruptCheckpointError,
+    LogDirectoryLockedError,
+    SeglogError,
+    UnreadableFileError,
+)
+from seglog.format.checkpoint import (
+    MetaProperties,
+    encode_clean_shutdown,
+    encode_meta_properties,
+    encode_offset_checkpoint,
+    parse_meta_properties,
+    parse_offset_checkpoint,
+)
+from seglog.format.topic_names import TopicPartition
+from seglog.storage.atomic import TMP_SUFFIX, fsync_directory, write_file_atomically
+
+LOCK_FILE = ".lock"
+META_PROPERTIES = "meta.properties"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+TOPICS_FILE = "seglog-topics.json"
+TOPICS_FILE_VERSION = 1
+TOPICS_FILE_MAX_BYTES = 64 * 1024 * 1024
+
+OFFSET_CHECKPOINTS = (
+    RECOVERY_POINT_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CLEANER_OFFSET_CHECKPOINT,
+)
+
+
+@dataclass(slots=True)
+class TopicMetadata:
+    """seglog's record of a topic: partition count, Kafka topic id, config overrides."""
+
+    name: str
+    partitions: int
+    topic_id: str
+    configs: dict[str, str] = field(default_factory=dict)
+    deleting: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object stored for this topic."""
+        return {
+            "partitions": self.partitions,
+            "topic_id": self.topic_id,
+            "configs": dict(sorted(self.configs.items())),
+            "deleting": self.deleting,
+        }
+
+
+@dataclass(slots=True)
+class TopicsFile:
+    """Content of ``seglog-topics.json``: every topic, and a generation counter."""
+
+    generation: int = 0
+    topics: dict[str, TopicMetadata] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        """Canonical JSON bytes (sorted keys, newline-terminated)."""
+        body = {
+            "version": TOPICS_FILE_VERSION,
+            "generation": self.generation,
+            "topics": {name: self.topics[name].to_json() for name in sorted(self.topics)},
+        }
+        return (json.dumps(body, indent=2, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def decode(cls, data: bytes, *, path: str) -> TopicsFile:
+        """Parse and check the JSON; anything unexpected is a ``CorruptCheckpointError``."""
+        try:
+            body = json.loads(data)
+            if body.get("version") != TOPICS_FILE_VERSION:
+                raise ValueError(f"unsupported version {body.get('version')!r}")
+            topics = {}
+            for name, entry in body["topics"].items():
+                configs = entry.get("configs", {})
+                if not isinstance(configs, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in configs.items()
+                ):
+                    raise ValueError(f"topic {name!r}: configs must map strings to strings")
+                partitions = entry["partitions"]
+                if not isinstance(partitions, int) or partitions < 1:
+                    raise ValueError(f"topic {name!r}: bad partition count {partitions!r}")
+                topics[str(name)] = TopicMetadata(
+                    str(name),
+                    partitions,
+                    str(entry["topic_id"]),
+                    dict(configs),
+                    bool(entry.get("deleting", False)),
+                )
+            generation = body["generation"]
+            if not isinstance(generation, int):
+                raise ValueError("generation must be an integer")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptCheckpointError(f"unreadable topic metadata: {exc}", path=path) from exc
+        return cls(generation, topics)
+
+
+class LogDirectory:
+    """One root of ``log.dirs``: lock, meta.properties, checkpoints, clean-shutdown marker."""
+
+    def __init__(self, path: Path, *, writable: bool = True) -> None:
+        self.path = path
+        self.writable = writable
+        self._lock_fd: int | None = None
+        self.problems: list[str] = []
+
+    # --- lock -------------------------------------------------------------------------------
+    def lock(self) -> None:
+        """Create the root if needed and take its ``.lock``; fail fast when it is taken."""
+        if not self.writable:
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            raise LogDirectoryLockedError(
+                f"log directory {self.path} is locked by another process (a seglog or Kafka "
+                f"broker already has it open): {exc.strerror}",
+                path=str(self.path / LOCK_FILE),
+            ) from exc
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        """Release the lock (closing the descriptor drops the record lock)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    # --- startup housekeeping ------------------------------------------------------------------
+    def remove_stray_temp_files(self) -> list[str]:
+        """Delete ``*.tmp`` leftovers of interrupted atomic writes in the root."""
+        removed: list[str] = []
+        if not self.writable:
+            return removed
+        for path in self.path.iterdir():
+            if path.is_file() and path.name.endswith(TMP_SUFFIX):
+                path.unlink()
+                removed.append(path.name)
+        return removed
+
+    def take_clean_shutdown_marker(self) -> bool:
+        """True if the last shutdown was clean; the marker is removed (a crash from here on is
+        unclean). Read-only opens leave it in place."""
+        marker = self.path / CLEAN_SHUTDOWN_FILE
+        if not marker.exists():
+            return False
+        if self.writable:
+            marker.unlink()
+            fsync_directory(self.path)
+        return True
+
+    def write_clean_shutdown_marker(self, broker_epoch: int = -1) -> None:
+        """Mark a clean shutdown (after every log was flushed and checkpoints written)."""
+        if self.writable:
+            write_file_atomically(
+                self.path / CLEAN_SHUTDOWN_FILE, encode_clean_shutdown(broker_epoch)
+            )
+
+    # --- meta.properties ------------------------------------------------------------------------
+    def read_meta_properties(self) -> MetaProperties | None:
+        """The root's ``meta.properties``, or None when absent."""
+        path = self.path / META_PROPERTIES
+        if not path.exists():
+            return None
+        return parse_meta_properties(path.read_bytes(), path=str(path))
+
+    def write_meta_properties(self, meta: MetaProperties, now_ms: int) -> None:
+        """Write ``meta.properties`` atomically."""
+        if self.writable:
+            write_file_atomically(
+                self.path / META_PROPERTIES, encode_meta_properties(meta, now_ms=now_ms)
+            )
+
+    # --- offset checkpoints -----------------------------------------------------------------------
+    def read_offsets(self, name: str) -> dict[TopicPartition, int]:
+        """An offset checkpoint; missing -> empty; unreadable -> empty plus a recorded problem."""
+        path = self.path / name
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            self.problems.append(f"{path}: {exc.strerror}")
+            return {}
+        try:
+            return dict(parse_offset_checkpoint(data, path=str(path)))
+        except SeglogError as exc:
+            self.problems.append(f"{path}: {exc}")
+            return {}
+
+    def write_offsets(self, name: str, offsets: dict[TopicPartition, int]) -> None:
+        """Replace an offset checkpoint atomically."""
+        if self.writable:
+            write_file_atomically(self.path / name, encode_offset_checkpoint(offsets))
+
+    def ensure_checkpoint_files(self) -> None:
+        """Create missing offset checkpoints empty, as Kafka's constructor does (0-byte file)."""
+        if not self.writable:
+            return
+        for name in OFFSET_CHECKPOINTS:
+            if not (self.path / name).exists():
+                write_file_atomically(self.path / name, encode_offset_checkpoint({}))
+
+    # --- topic metadata ---------------------------------------------------------------------------
+    def read_topics(self) -> TopicsFile | None:
+        """``seglog-topics.json`` of this root, or None when absent."""
+        path = self.path / TOPICS_FILE
+        if not path.exists():
+            return None
+        try:
+            size = path.stat().st_size
+            if size > TOPICS_FILE_MAX_BYTES:
+                raise CorruptCheckpointError(
+                    f"topic metadata is {size} bytes, above the limit", path=str(path)
+                )
+            return TopicsFile.decode(path.read_bytes(), path=str(path))
+        except OSError as exc:
+            raise UnreadableFileError(exc.strerror or str(exc), path=str(path)) from exc
+
+    def write_topics(self, topics: TopicsFile) -> None:
+        """Replace ``seglog-topics.json`` atomically."""
+        if self.writable:
+            write_file_atomically(self.path / TOPICS_FILE, topics.encode())

@@ -1,0 +1,516 @@
+"""One log segment: ``{base}.log`` plus its sparse ``.index`` and ``.timeindex`` (spec §5, §7, §8).
+
+The ``.log`` file is record batches end to end (:mod:`seglog.format.reader` documents the
+layout). A segment holds offsets from ``base_offset`` (named in its 20-digit file names) up to,
+not including, the next segment's base offset.
+
+Invariants a segment keeps:
+
+* the ``.log`` is whole, valid batches from position 0 to :attr:`size`; appends write at
+  :attr:`size` (``pwrite``), so a crash leaves at most a torn tail, which recovery cuts;
+* ``size`` never exceeds ``segment.bytes`` (the roll check runs before each append) and every
+  position fits an int32;
+* index entries follow Kafka's rule (spec §5.1): an append that starts more than
+  ``index.interval.bytes`` after the previous entry's append gets an offset entry mapping the
+  append's **last offset** to the position of its **first batch**, and a time entry with the
+  segment's running (max timestamp, last offset of the batch that had it). The first append of
+  a segment never gets one. Recovery rebuilds the same rule per batch (spec §5.2);
+* the time index gets the final max-timestamp entry when the segment stops being active
+  (roll, close, after recovery), and both indexes are trimmed then.
+
+A segment never decides when to roll or what to append (the engine's ``Log`` does); it stores
+and finds bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from seglog.errors import CorruptRecordError, InvalidRecordError, UnreadableFileError
+from seglog.format.batch import LOG_OVERHEAD, MAGIC_V2
+from seglog.format.names import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TXN_INDEX_SUFFIX,
+    filename_prefix_from_offset,
+)
+from seglog.format.reader import Batch, BatchReader, EndKind
+from seglog.storage.index_file import NO_TIMESTAMP, OffsetIndexFile, TimeIndexFile
+
+INT32_MAX = (1 << 31) - 1
+SCAN_CHUNK_BYTES = 64 * 1024
+
+# bytes 0-11: offset, size; byte 16: magic; byte 23: v2 lastOffsetDelta
+_OFFSET_SIZE = struct.Struct(">qi")
+_LAST_OFFSET_DELTA = struct.Struct(">i")
+_V2_LAST_OFFSET_DELTA_AT = 23
+_HEADER_PEEK_BYTES = 27
+
+
+@dataclass(frozen=True, slots=True)
+class BatchLocation:
+    """Where a batch is in a segment's ``.log``."""
+
+    position: int
+    size: int
+    last_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSlice:
+    """Bytes of a ``.log`` starting at a batch boundary (the last batch may be partial)."""
+
+    segment_base_offset: int
+    position: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampMatch:
+    """A record found by timestamp: its offset and timestamp."""
+
+    offset: int
+    timestamp: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRecovery:
+    """What recovering one segment found."""
+
+    base_offset: int
+    valid_bytes: int
+    truncated_bytes: int
+    batches: int
+    next_offset: int | None  # offset after the last valid batch, None when empty
+    end_reason: str
+
+
+def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
+    """``{directory}/{20-digit base}{suffix}``."""
+    return directory / (filename_prefix_from_offset(base_offset) + suffix)
+
+
+class LogSegment:
+    """A ``.log`` with its offset and time indexes; see the module docstring for invariants."""
+
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        *,
+        index_interval_bytes: int,
+        segment_index_bytes: int,
+        created_ms: int,
+        roll_jitter_ms: int = 0,
+        writable: bool = True,
+        persist_indexes: bool | None = None,
+        file_suffix: str = "",
+    ) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.created_ms = created_ms
+        self.roll_jitter_ms = roll_jitter_ms
+        self.writable = writable
+        self.file_suffix = file_suffix
+        persist = writable if persist_indexes is None else persist_indexes
+        self.offset_index = OffsetIndexFile(
+            self._path(INDEX_SUFFIX),
+            base_offset,
+            segment_index_bytes=segment_index_bytes,
+            persist=persist,
+        )
+        self.time_index = TimeIndexFile(
+            self._path(TIME_INDEX_SUFFIX),
+            base_offset,
+            segment_index_bytes=segment_index_bytes,
+            persist=persist,
+        )
+        self.log_path = self._path(LOG_SUFFIX)
+        flags = (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY
+        try:
+            self._fd: int | None = os.open(self.log_path, flags, 0o666)
+            self.size = os.fstat(self._fd).st_size
+        except OSError as exc:
+            raise UnreadableFileError(exc.strerror or str(exc), path=str(self.log_path)) from exc
+        self._bytes_since_last_index_entry = 0
+        self._rolling_based_timestamp: int | None = None if self.size else NO_TIMESTAMP
+        self._max_timestamp: int | None = None  # loaded lazily from the time index
+        self._shallow_offset_of_max_timestamp = base_offset
+
+    @staticmethod
+    def paths_for(directory: Path, base_offset: int) -> list[Path]:
+        """The live file names a segment with this base offset uses (existing or not)."""
+        suffixes = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+        return [segment_path(directory, base_offset, suffix) for suffix in suffixes]
+
+    def _path(self, suffix: str) -> Path:
+        return segment_path(self.directory, self.base_offset, suffix + self.file_suffix)
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size}, path={self.log_path})"
+
+    # --- timestamps ------------------------------------------------------------------------
+    def _ensure_max_timestamp(self) -> None:
+        if self._max_timestamp is None:
+            timestamp, offset = self.time_index.last_entry()
+            self._max_timestamp = timestamp
+            self._shallow_offset_of_max_timestamp = offset
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        """Largest batch max timestamp known in this segment (-1 when none)."""
+        self._ensure_max_timestamp()
+        assert self._max_timestamp is not None
+        return self._max_timestamp
+
+    @property
+    def shallow_offset_of_max_timestamp(self) -> int:
+        """Last offset of the (first) batch holding :attr:`max_timestamp_so_far`."""
+        self._ensure_max_timestamp()
+        return self._shallow_offset_of_max_timestamp
+
+    @property
+    def rolling_based_timestamp(self) -> int:
+        """The first batch's max timestamp (what ``segment.ms`` is measured from), -1 if none."""
+        if self._rolling_based_timestamp is None:
+            first = next(self.iter_batches(0, self.size), None)
+            self._rolling_based_timestamp = first.max_timestamp if first else NO_TIMESTAMP
+        return self._rolling_based_timestamp
+
+    def last_modified_ms(self) -> int:
+        """The ``.log`` file's modification time in ms."""
+        return os.stat(self.log_path).st_mtime_ns // 1_000_000
+
+    def largest_timestamp(self) -> int:
+        """Max record timestamp, or the ``.log`` mtime when the segment has none (spec §14.3)."""
+        if self.max_timestamp_so_far >= 0:
+            return self.max_timestamp_so_far
+        return self.last_modified_ms()
+
+    # --- append ----------------------------------------------------------------------------
+    def append(
+        self,
+        largest_offset: int,
+        largest_timestamp: int,
+        shallow_offset_of_max_timestamp: int,
+        data: bytes | bytearray | memoryview,
+    ) -> None:
+        """Write a chunk of whole batches at the end and maybe add index entries (spec §5.1)."""
+        if not self.writable or self._fd is None:
+            raise UnreadableFileError("segment is open read-only", path=str(self.log_path))
+        position = self.size
+        if not 0 <= largest_offset - self.base_offset <= INT32_MAX:
+            raise InvalidRecordError(
+                f"offset {largest_offset} cannot be stored relative to base offset "
+                f"{self.base_offset} in {self.log_path}"
+            )
+        if position + len(data) > INT32_MAX:
+            raise InvalidRecordError(f"segment {self.log_path} would pass 2 GiB")
+        if position == 0:
+            self._rolling_based_timestamp = largest_timestamp
+        written = os.pwrite(self._fd, data, position)
+        while written < len(data):  # pwrite may write less; never leave a gap
+            written += os.pwrite(self._fd, memoryview(data)[written:], position + written)
+        self.size = position + len(data)
+        self._ensure_max_timestamp()
+        assert self._max_timestamp is not None
+        if largest_timestamp > self._max_timestamp:
+            self._max_timestamp = largest_timestamp
+            self._shallow_offset_of_max_timestamp = shallow_offset_of_max_timestamp
+        if self._bytes_since_last_index_entry > self.index_interval_bytes:
+            self.offset_index.append(largest_offset, position)
+            self.time_index.maybe_append(self._max_timestamp, self._shallow_offset_of_max_timestamp)
+            self._bytes_since_last_index_entry = 0
+        self._bytes_since_last_index_entry += len(data)
+
+    # --- reading ---------------------------------------------------------------------------
+    def read_at(self, position: int, length: int) -> bytes:
+        """``length`` bytes of the ``.log`` from ``position`` (fewer at the end of the file)."""
+        if self._fd is None:
+            raise UnreadableFileError("segment is closed", path=str(self.log_path))
+        return os.pread(self._fd, length, position)
+
+    def iter_batches(
+        self, start_position: int, end_position: int, *, verify_crc: bool = False
+    ) -> Iterator[Batch]:
+        """Whole batches between two positions, read in chunks; corruption raises.
+
+        A torn or corrupt entry before ``end_position`` raises ``CorruptRecordError`` naming
+        the file and position: data in the middle of a segment is never skipped silently.
+        """
+        position = start_position
+        chunk = SCAN_CHUNK_BYTES
+        while position < end_position:
+            buf = self.read_at(position, min(chunk, end_position - position))
+            reader = BatchReader(buf, base_position=position, verify_crc=verify_crc)
+            advanced = False
+            for batch in reader:
+                advanced = True
+                yield batch
+            assert reader.end is not None
+            end = reader.end
+            if end.kind is EndKind.CORRUPT or (
+                end.kind is EndKind.TORN_TAIL and position + len(buf) >= end_position
+            ):
+                raise end.to_error(str(self.log_path))
+            position = end.position
+            if not advanced and end.bytes_needed:
+                chunk = max(chunk, len(buf) + end.bytes_needed)
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> BatchLocation | None:
+        """The first batch whose last offset is >= ``offset`` (spec §7.3), or None."""
+        _, position = self.offset_index.lookup(offset)
+        position = max(position, start_position)
+        size = self.size
+        while position < size:
+            peek = self.read_at(position, SCAN_CHUNK_BYTES)
+            at = 0
+            while at + _HEADER_PEEK_BYTES <= len(peek):
+                entry_offset, entry_size = _OFFSET_SIZE.unpack_from(peek, at)
+                if entry_size <= 0:
+                    raise CorruptRecordError(
+                        f"entry size {entry_size}", position=position + at, path=str(self.log_path)
+                    )
+                last_offset = entry_offset
+                if peek[at + 16] == MAGIC_V2:
+                    (delta,) = _LAST_OFFSET_DELTA.unpack_from(peek, at + _V2_LAST_OFFSET_DELTA_AT)
+                    last_offset = entry_offset + delta
+                total = LOG_OVERHEAD + entry_size
+                if last_offset >= offset:
+                    return BatchLocation(position + at, total, last_offset)
+                at += total
+            if at == 0:
+                return None  # a torn tail shorter than a batch header holds no offset
+            position += at
+        return None
+
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        *,
+        max_position: int | None = None,
+        min_one_message: bool = False,
+    ) -> FetchSlice | None:
+        """Bytes from the batch holding ``start_offset`` on (spec §15.1 step 4), or None."""
+        location = self.translate_offset(start_offset)
+        if location is None:
+            return None
+        limit = self.size if max_position is None else max_position
+        adjusted_max = max(max_bytes, location.size) if min_one_message else max_bytes
+        length = min(limit - location.position, adjusted_max)
+        if length <= 0:
+            return FetchSlice(self.base_offset, location.position, b"")
+        return FetchSlice(
+            self.base_offset, location.position, self.read_at(location.position, length)
+        )
+
+    def next_offset(self) -> int:
+        """Offset after the last batch (the base offset when empty)."""
+        _, position = self.offset_index.last_entry()
+        last = None
+        for batch in self.iter_batches(position, self.size):
+            last = batch
+        if last is None:
+            return self.base_offset
+        return last.last_offset + 1
+
+    def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> TimestampMatch | None:
+        """First record with timestamp >= ``timestamp`` and offset >= ``start_offset`` (§15.2)."""
+        _, indexed_offset = self.time_index.lookup(timestamp)
+        _, position = self.offset_index.lookup(max(indexed_offset, start_offset))
+        for batch in self.iter_batches(position, self.size):
+            if batch.max_timestamp < timestamp or batch.last_offset < start_offset:
+                continue
+            for record in batch.records():
+                reported = batch.reported_timestamp(record)
+                if reported >= timestamp and record.offset >= start_offset:
+                    return TimestampMatch(record.offset, reported, batch.partition_leader_epoch)
+        return None
+
+    def find_max_timestamp_record(self) -> TimestampMatch | None:
+        """The first record holding the segment's max timestamp (ListOffsets -3, spec §15.2)."""
+        max_timestamp = self.max_timestamp_so_far
+        if max_timestamp < 0:
+            return None
+        _, position = self.offset_index.lookup(self.shallow_offset_of_max_timestamp)
+        for batch in self.iter_batches(position, self.size):
+            if batch.max_timestamp != max_timestamp:
+                continue
+            for record in batch.records():
+                if batch.reported_timestamp(record) == max_timestamp:
+                    return TimestampMatch(
+                        record.offset, max_timestamp, batch.partition_leader_epoch
+                    )
+        return None
+
+    # --- recovery --------------------------------------------------------------------------
+    def recover(self) -> SegmentRecovery:
+        """Validate every batch, rebuild both indexes (spec §5.2) and cut a bad tail (§12.3).
+
+        Stops at the first torn, corrupt or out-of-order entry; bytes from there on are
+        truncated (in memory only for a read-only segment). Returns what was found.
+        """
+        self.offset_index.reset()
+        self.time_index.reset()
+        max_timestamp = NO_TIMESTAMP
+        shallow_offset = self.base_offset
+        last_index_position = 0
+        valid_bytes = 0
+        batches = 0
+        next_offset: int | None = None
+        end_reason = "end of data"
+        position = 0
+        chunk = 4 * SCAN_CHUNK_BYTES * 16
+        while position < self.size:
+            buf = self.read_at(position, min(chunk, self.size - position))
+            reader = BatchReader(buf, base_position=position, verify_crc=True)
+            advanced = False
+            for batch in reader:
+                advanced = True
+                if not 0 <= batch.last_offset - self.base_offset <= INT32_MAX or (
+                    batch.base_offset < self.base_offset and batch.magic == MAGIC_V2
+                ):
+                    end_reason = (
+                        f"batch at position {batch.position} holds offsets "
+                        f"{batch.base_offset}-{batch.last_offset}, outside this segment"
+                    )
+                    break
+                if batch.max_timestamp > max_timestamp:
+                    max_timestamp = batch.max_timestamp
+                    shallow_offset = batch.last_offset
+                if batch.position - last_index_position > self.index_interval_bytes:
+                    self.offset_index.append(batch.last_offset, batch.position)
+                    self.time_index.maybe_append(max_timestamp, shallow_offset)
+                    last_index_position = batch.position
+                valid_bytes = batch.position + batch.size_in_bytes
+                next_offset = batch.last_offset + 1
+                batches += 1
+            else:
+                assert reader.end is not None
+                end = reader.end
+                if end.kind is EndKind.CLEAN:
+                    position = end.position
+                    continue
+                if end.kind is EndKind.TORN_TAIL and position + len(buf) < self.size:
+                    assert end.bytes_needed is not None
+                    if not advanced:
+                        chunk = len(buf) + end.bytes_needed
+                    position = end.position
+                    continue
+                end_reason = f"{end.reason} at position {end.position}"
+            break
+        truncated = self.size - valid_bytes
+        if truncated:
+            self._truncate_log(valid_bytes)
+        self._max_timestamp = max_timestamp
+        self._shallow_offset_of_max_timestamp = shallow_offset
+        self._rolling_based_timestamp = None if valid_bytes else NO_TIMESTAMP
+        self.time_index.maybe_append(max_timestamp, shallow_offset, skip_full_check=True)
+        self.offset_index.trim()
+        self.time_index.trim()
+        return SegmentRecovery(
+            self.base_offset, valid_bytes, truncated, batches, next_offset, end_reason
+        )
+
+    def _truncate_log(self, size: int) -> None:
+        if self.writable and self._fd is not None:
+            os.ftruncate(self._fd, size)
+        self.size = size
+
+    # --- truncation, roll, close --------------------------------------------------------------
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch whose last offset is >= ``offset``; returns bytes removed (§7.4)."""
+        location = self.translate_offset(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.offset_index.resize_to_max()
+        self.time_index.resize_to_max()
+        if location is None:
+            return 0
+        removed = self.size - location.position
+        self._truncate_log(location.position)
+        self._bytes_since_last_index_entry = 0
+        if self.size == 0:
+            self._rolling_based_timestamp = NO_TIMESTAMP
+        self._reload_max_timestamp()
+        return removed
+
+    def _reload_max_timestamp(self) -> None:
+        """Recompute the running max from the time index's last entry and the bytes after it."""
+        timestamp, offset = self.time_index.last_entry()
+        _, position = self.offset_index.lookup(offset)
+        for batch in self.iter_batches(position, self.size):
+            if batch.max_timestamp > timestamp:
+                timestamp = batch.max_timestamp
+                offset = batch.last_offset
+        self._max_timestamp = timestamp
+        self._shallow_offset_of_max_timestamp = offset
+
+    def on_become_inactive(self) -> None:
+        """Roll or close: final max-timestamp time entry, then trim both indexes (spec §5.4)."""
+        self.time_index.maybe_append(
+            self.max_timestamp_so_far, self.shallow_offset_of_max_timestamp, skip_full_check=True
+        )
+        self.offset_index.trim()
+        self.time_index.trim()
+
+    def make_active(self) -> None:
+        """Preallocate the indexes again: this segment takes appends (after load or truncation)."""
+        if self.writable:
+            self.offset_index.create_preallocated()
+            self.time_index.create_preallocated()
+
+    def flush(self) -> None:
+        """fsync the ``.log`` and both indexes."""
+        if self._fd is not None and self.writable:
+            os.fsync(self._fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def close(self) -> None:
+        """Close every file handle (call :meth:`on_become_inactive` first to trim)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        self.offset_index.close()
+        self.time_index.close()
+
+    # --- file names ----------------------------------------------------------------------------
+    def files(self) -> list[Path]:
+        """Every file of the segment that exists (``.log``, indexes, ``.txnindex``)."""
+        candidates = [
+            self.log_path,
+            self.offset_index.path,
+            self.time_index.path,
+            self._path(TXN_INDEX_SUFFIX),
+        ]
+        return [path for path in candidates if path.exists()]
+
+    def change_file_suffix(self, new_suffix: str) -> None:
+        """Rename every file from its old suffix to ``{name}{new_suffix}`` (no dir fsync)."""
+        if not self.writable:
+            raise UnreadableFileError("segment is open read-only", path=str(self.log_path))
+        old_txn = self._path(TXN_INDEX_SUFFIX)
+        self.file_suffix = new_suffix
+        new_log = self._path(LOG_SUFFIX)
+        os.replace(self.log_path, new_log)
+        self.log_path = new_log
+        self.offset_index.rename_to(self._path(INDEX_SUFFIX))
+        self.time_index.rename_to(self._path(TIME_INDEX_SUFFIX))
+        if old_txn.exists():
+            os.replace(old_txn, self._path(TXN_INDEX_SUFFIX))
+
+    def delete_files(self) -> None:
+        """Close and unlink every file of the segment."""
+        paths = self.files()
+        self.close()
+        for path in paths:
+            path.unlink(missing_ok=True)

@@ -1,0 +1,232 @@
+"""LogManager: log directories, lock, checkpoints, topics, placement, restart, deletion."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from log_support import T0, batch
+
+from seglog.clock import ManualClock
+from seglog.config import BrokerConfig
+from seglog.engine.log_manager import LogManager
+from seglog.engine.producer import Producer, ProduceRecord
+from seglog.errors import (
+    InvalidConfigError,
+    InvalidTopicError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from seglog.format.checkpoint import parse_offset_checkpoint
+from seglog.format.topic_names import TopicPartition
+
+
+def broker(*dirs: Path, **props: str) -> BrokerConfig:
+    return BrokerConfig.from_properties({"log.dirs": ",".join(str(d) for d in dirs)} | props)
+
+
+def open_manager(*dirs: Path, clock: ManualClock | None = None, **props: str) -> LogManager:
+    return LogManager.open(broker(*dirs, **props), clock=clock or ManualClock(T0))
+
+
+def test_a_new_root_gets_kafkas_files(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    with open_manager(root) as manager:
+        assert manager.meta is not None and manager.meta.node_id == 1
+    names = {p.name for p in root.iterdir()}
+    assert {
+        ".lock",
+        "meta.properties",
+        "recovery-point-offset-checkpoint",
+        "log-start-offset-checkpoint",
+        "replication-offset-checkpoint",
+        "cleaner-offset-checkpoint",
+        ".kafka_cleanshutdown",
+    } <= names
+    assert (root / ".kafka_cleanshutdown").read_bytes() == b'{"version":0,"brokerEpoch":-1}'
+    assert (root / "recovery-point-offset-checkpoint").read_bytes() == b"0\n0\n"
+
+
+def test_second_process_gets_a_clear_lock_error(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    with open_manager(root):
+        code = (
+            "import sys\n"
+            "from seglog.config import BrokerConfig\n"
+            "from seglog.engine.log_manager import LogManager\n"
+            "from seglog.errors import LogDirectoryLockedError\n"
+            f"props = {{'log.dirs': {str(root)!r}}}\n"
+            "try:\n    LogManager.open(BrokerConfig.from_properties(props))\n"
+            "except LogDirectoryLockedError as e:\n    print(e); sys.exit(3)\n"
+        )
+        result = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=False
+        )
+        assert result.returncode == 3, result.stderr
+        assert "locked by another process" in result.stdout
+    with open_manager(root):  # released on close
+        pass
+
+
+def test_topics_create_describe_alter_and_survive_restart(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    with open_manager(root) as manager:
+        manager.create_topic("prices", 3, {"cleanup.policy": "compact", "segment.bytes": "4096"})
+        with pytest.raises(TopicExistsError):
+            manager.create_topic("prices", 1)
+        described = manager.describe_topic("prices")
+        assert [p.partition for p in described.partitions] == [0, 1, 2]
+        assert described.overrides == {"cleanup.policy": "compact", "segment.bytes": "4096"}
+        assert described.config["segment.bytes"] == "4096"
+        assert described.config["retention.ms"] == "604800000"
+        manager.alter_topic("prices", {"retention.ms": "1000"})
+        assert manager.get_log("prices", 1).config.retention_ms == 1000
+        assert (
+            (root / "prices-2" / "partition.metadata")
+            .read_bytes()
+            .startswith(b"version: 0\ntopic_id: ")
+        )
+    with open_manager(root) as manager:
+        assert manager.topic_names() == ["prices"]
+        log = manager.get_log("prices", 0)
+        assert (
+            log.config.is_compacted
+            and log.config.segment_bytes == 4096
+            and log.config.retention_ms == 1000
+        )
+
+
+def test_bad_topics_and_configs_are_rejected_with_nothing_created(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    with open_manager(root) as manager:
+        for name in ("../escape", "a/b", ".", "..", "x" * 250, "", "bad name"):
+            with pytest.raises(InvalidTopicError):
+                manager.create_topic(name, 1)
+        with pytest.raises(InvalidConfigError, match=r"segment\.bytez"):
+            manager.create_topic("ok", 1, {"segment.bytez": "1"})
+        with pytest.raises(InvalidConfigError, match=r"retention\.ms"):
+            manager.create_topic("ok", 1, {"retention.ms": "soon"})
+        with pytest.raises(UnknownTopicError):
+            manager.get_log("missing", 0)
+        assert manager.topic_names() == []
+    assert not (tmp_path / "escape").exists()
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == []
+
+
+def test_partitions_go_to_the_root_with_the_fewest(tmp_path: Path) -> None:
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    with open_manager(a, b, c) as manager:
+        manager.create_topic("one", 4)
+        manager.create_topic("two", 2)
+    counts = {root.name: len([p for p in root.iterdir() if p.is_dir()]) for root in (a, b, c)}
+    assert counts == {"a": 2, "b": 2, "c": 2}
+    with open_manager(a, b, c) as manager:
+        assert sorted(manager.partitions_of("one")) == [0, 1, 2, 3]
+        manager.create_topic("three", 1)
+    assert len([p for p in a.iterdir() if p.is_dir()]) == 3
+
+
+def test_checkpoints_after_clean_shutdown_and_no_recovery_on_restart(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    with open_manager(root) as manager:
+        manager.create_topic("events", 2)
+        manager.get_log("events", 0).append(batch([b"a", b"b", b"c"]))
+        manager.get_log("events", 1).append(batch([b"d"]))
+    recovery = parse_offset_checkpoint((root / "recovery-point-offset-checkpoint").read_bytes())
+    assert recovery == {TopicPartition("events", 0): 3, TopicPartition("events", 1): 1}
+    hw = parse_offset_checkpoint((root / "replication-offset-checkpoint").read_bytes())
+    assert hw == recovery
+    assert parse_offset_checkpoint((root / "log-start-offset-checkpoint").read_bytes()) == {}
+    with open_manager(root) as manager:
+        assert all(not r.recovered for r in manager.load_reports)
+        assert not (root / ".kafka_cleanshutdown").exists()  # taken at startup
+        assert manager.get_log("events", 0).log_end_offset == 3
+
+
+def test_unclean_shutdown_recovers_from_the_checkpointed_point(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    manager = open_manager(root)
+    manager.create_topic("events", 1)
+    log = manager.get_log("events", 0)
+    log.append(batch([b"a"]))
+    manager.checkpoint_all()
+    log.append(batch([b"b"]))
+    manager._release()  # the process dies: no flush, no marker
+    with open_manager(root) as again:
+        (report,) = again.load_reports
+        assert not report.had_clean_shutdown and report.recovered
+        assert again.get_log("events", 0).log_end_offset == 2
+
+
+def test_delete_topic_renames_then_removes_after_the_delay(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    clock = ManualClock(T0)
+    with open_manager(root, clock=clock) as manager:
+        manager.create_topic("gone", 2)
+        manager.get_log("gone", 0).append(batch([b"x"]))
+        renamed = manager.delete_topic("gone")
+        assert len(renamed) == 2 and all(p.name.endswith("-delete") for p in renamed)
+        assert all(p.exists() for p in renamed)
+        assert manager.topic_names() == []
+        clock.advance(60_000)
+        manager.scheduler.run_due()
+        assert not any(p.exists() for p in renamed)
+    with open_manager(root) as manager:
+        assert manager.topic_names() == []
+
+
+def test_delete_leftovers_are_removed_after_restart(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    clock = ManualClock(T0)
+    with open_manager(root, clock=clock) as manager:
+        manager.create_topic("gone", 1)
+        (renamed,) = manager.delete_topic("gone")
+    assert renamed.exists()
+    with open_manager(root, clock=clock) as manager:
+        clock.advance(60_000)
+        manager.scheduler.run_due()
+    assert not renamed.exists()
+
+
+def test_producer_partitions_like_kafka(tmp_path: Path) -> None:
+    from kafka.partitioner.default import murmur2  # the oracle
+
+    with open_manager(tmp_path / "data") as manager:
+        manager.create_topic("keyed", 5)
+        producer = Producer(manager, "keyed")
+        keys = [b"key-%d" % i for i in range(50)]
+        placed = [producer.send(ProduceRecord(b"v", key=k, timestamp_ms=T0)) for k in keys]
+        assert placed == [(murmur2(k) & 0x7FFFFFFF) % 5 for k in keys]
+        keyless = [producer.send(ProduceRecord(b"v")) for _ in range(10)]
+        assert keyless == [0, 1, 2, 3, 4] * 2
+        summary = producer.flush()
+        assert summary.records == 60
+        assert sum(manager.get_log("keyed", p).log_end_offset for p in range(5)) == 60
+
+
+def test_read_only_manager_writes_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    with open_manager(root) as manager:
+        manager.create_topic("t", 1)
+        manager.get_log("t", 0).append(batch([b"x"]))
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in root.rglob("*"))
+    manager = LogManager.open(broker(root), read_only=True)
+    assert manager.get_log("t", 0).read_records(0)[0].value == b"x"
+    with pytest.raises(InvalidConfigError, match="read-only"):
+        manager.create_topic("u", 1)
+    manager.close()
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in root.rglob("*")) == before
+
+
+def test_log_dirs_describe_is_shaped_like_kafka_log_dirs(tmp_path: Path) -> None:
+    with open_manager(tmp_path / "data") as manager:
+        manager.create_topic("t", 1)
+        manager.get_log("t", 0).append(batch([b"x"]))
+        described = manager.describe_log_dirs()
+    (broker_entry,) = described["brokers"]  # type: ignore[index]
+    (log_dir,) = broker_entry["logDirs"]
+    assert log_dir["partitions"] == [
+        {"partition": "t-0", "size": len(batch([b"x"])), "offsetLag": 0, "isFuture": False}
+    ]

@@ -1,0 +1,114 @@
+"""The .index/.timeindex files: preallocation, sparse lookups, truncation, trimming, reload."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from seglog.errors import CorruptIndexError
+from seglog.storage.index_file import OffsetIndexFile, TimeIndexFile, max_index_bytes
+
+
+def test_max_index_bytes_rounds_down_to_whole_entries() -> None:
+    assert max_index_bytes(75, 8) == 72  # seed 000's example
+    assert max_index_bytes(10485760, 12) == 10485756
+    with pytest.raises(CorruptIndexError):
+        max_index_bytes(7, 8)
+
+
+def test_offset_index_preallocates_writes_through_and_trims(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000100.index"
+    index = OffsetIndexFile(path, 100, segment_index_bytes=80)
+    index.create_preallocated()
+    assert path.stat().st_size == 80
+    index.append(105, 0)
+    index.append(130, 4200)
+    assert path.read_bytes()[:16] == struct.pack(">iiii", 5, 0, 30, 4200)
+    assert path.read_bytes()[16:] == bytes(64)  # zero tail while active
+    index.trim()
+    assert path.stat().st_size == 16
+    index.close()
+    reopened = OffsetIndexFile(path, 100, segment_index_bytes=80)
+    assert reopened.entries == 2
+    assert reopened.lookup(99) == (100, 0)
+    assert reopened.lookup(104) == (100, 0)
+    assert reopened.lookup(105) == (105, 0)
+    assert reopened.lookup(129) == (105, 0)
+    assert reopened.lookup(10**9) == (130, 4200)
+
+
+def test_offset_index_full_and_ordering_rules(tmp_path: Path) -> None:
+    index = OffsetIndexFile(tmp_path / "0.index", 0, segment_index_bytes=16)
+    index.append(1, 0)
+    with pytest.raises(CorruptIndexError):
+        index.append(1, 10)  # not increasing
+    index.append(2, 10)
+    assert index.is_full
+    with pytest.raises(CorruptIndexError, match="full"):
+        index.append(3, 20)
+
+
+def test_offset_index_truncate_to_follows_kafka(tmp_path: Path) -> None:
+    index = OffsetIndexFile(tmp_path / "0.index", 0, segment_index_bytes=800)
+    for offset, position in ((10, 100), (20, 200), (30, 300)):
+        index.append(offset, position)
+    index.truncate_to(20)  # an entry equal to the target goes
+    assert index.entries == 1
+    index.append(25, 250)
+    index.truncate_to(26)  # entries below stay
+    assert index.entries == 2
+    index.truncate_to(0)
+    assert index.entries == 0
+    raw = (tmp_path / "0.index").read_bytes()
+    assert len(raw) == 800 and raw == bytes(800)  # dropped entries read as a zero tail
+
+
+def test_zero_tail_of_a_crashed_writer_ends_the_entries(tmp_path: Path) -> None:
+    path = tmp_path / "0.index"
+    path.write_bytes(struct.pack(">iiii", 0, 0, 7, 4100) + bytes(800))
+    index = OffsetIndexFile(path, 0, segment_index_bytes=1024, persist=False)
+    assert index.entries == 2  # entry 0 has relative offset 0 legitimately
+
+
+def test_time_index_appends_only_growing_timestamps_and_keeps_a_slot(tmp_path: Path) -> None:
+    path = tmp_path / "0.timeindex"
+    index = TimeIndexFile(path, 0, segment_index_bytes=36)  # 3 slots, full at 2
+    assert not index.maybe_append(-1, 0)  # NO_TIMESTAMP never enters
+    assert index.maybe_append(1000, 4)
+    assert not index.maybe_append(1000, 9)  # not larger: skipped
+    assert index.maybe_append(1005, 9)
+    assert index.is_full
+    with pytest.raises(CorruptIndexError):
+        index.maybe_append(1010, 12)
+    assert index.maybe_append(1010, 12, skip_full_check=True)  # the roll's reserved slot
+    assert index.lookup(999) == (-1, 0)
+    assert index.lookup(1007) == (1005, 9)
+    assert index.last_entry() == (1010, 12)
+    index.trim()
+    assert path.read_bytes() == struct.pack(">qiqiqi", 1000, 4, 1005, 9, 1010, 12)
+
+
+def test_time_index_truncate_and_reload(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000050.timeindex"
+    index = TimeIndexFile(path, 50, segment_index_bytes=120)
+    index.maybe_append(10, 55)
+    index.maybe_append(20, 60)
+    index.maybe_append(30, 70)
+    index.truncate_to(60)
+    assert index.entries == 1
+    index.trim()
+    index.close()
+    again = TimeIndexFile(path, 50, segment_index_bytes=120)
+    assert again.last_entry() == (10, 55)
+
+
+def test_memory_only_index_never_touches_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "0.index"
+    index = OffsetIndexFile(path, 0, segment_index_bytes=800, persist=False)
+    index.append(3, 0)
+    index.trim()
+    index.resize_to_max()
+    assert not path.exists()
+    assert index.lookup(5) == (3, 0)
