@@ -617,8 +617,11 @@ class Log:
     def truncate_to(self, offset: int) -> int:
         """Remove every record at or above ``offset``; returns bytes removed (Kafka's truncateTo).
 
-        Segments entirely at or above ``offset`` are removed; the one holding it is cut. When
-        ``offset`` is at or below the first segment's base the log restarts empty there.
+        Segments entirely at or above ``offset`` are removed; the one holding it is cut at a
+        batch boundary. Like Kafka, truncation never splits a batch: an ``offset`` inside a
+        batch (above its first offset) raises ``InvalidRecordError`` naming the batch's bounds,
+        rather than silently dropping more records than asked. When ``offset`` is at or below
+        the first segment's base the log restarts empty there.
         """
         with self._lock:
             self._check_writable()
@@ -626,16 +629,27 @@ class Log:
                 raise OffsetOutOfRangeError(f"cannot truncate {self.topic_partition} to {offset}")
             if offset >= self.log_end_offset:
                 return 0
+            floor = self._floor_segment(offset)
+            if floor >= 0:
+                location = self._segments[floor].translate_offset(offset)
+                if location is not None and location.first_offset < offset:
+                    raise InvalidRecordError(
+                        f"cannot truncate {self.topic_partition} to {offset}: it is inside the "
+                        f"batch of offsets {location.first_offset}-{location.last_offset}; "
+                        f"truncate to {location.first_offset} or {location.last_offset + 1}"
+                    )
             removed = 0
             keep = [s for s in self._segments if s.base_offset < offset]
             drop = [s for s in self._segments if s.base_offset >= offset]
-            if not keep:
-                keep = [self._new_segment(offset)]
-                self.log_start_offset = offset
-            self._publish(tuple(keep))
+            if keep:
+                self._publish(tuple(keep))  # readers stop finding the dropped segments first
             for segment in drop:
                 removed += segment.size
                 self._delete_segment_files(segment)
+            if not keep:
+                keep = [self._new_segment(offset)]
+                self.log_start_offset = offset
+                self._publish(tuple(keep))
             tail = keep[-1]
             removed += tail.truncate_to(offset)
             tail.make_active()

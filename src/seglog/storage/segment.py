@@ -59,6 +59,7 @@ class BatchLocation:
     position: int
     size: int
     last_offset: int
+    first_offset: int  # v2: the base offset; legacy: the entry's (last) offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +285,7 @@ class LogSegment:
                     last_offset = entry_offset + delta
                 total = LOG_OVERHEAD + entry_size
                 if last_offset >= offset:
-                    return BatchLocation(position + at, total, last_offset)
+                    return BatchLocation(position + at, total, last_offset, entry_offset)
                 at += total
             if at == 0:
                 return None  # a torn tail shorter than a batch header holds no offset
