@@ -18,7 +18,6 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from log_support import T0, config
-from support.index_oracle import check_partition_dir
 
 from seglog.clock import ManualClock
 from seglog.engine.log import Log
@@ -26,6 +25,7 @@ from seglog.errors import InvalidRecordError
 from seglog.format.batch import encode_batch
 from seglog.format.records import Record
 from seglog.format.topic_names import TopicPartition
+from support.index_oracle import check_partition_dir
 
 TP = TopicPartition("model", 0)
 CONFIG = config(segment_bytes=700, index_interval_bytes=90, segment_index_bytes=64)

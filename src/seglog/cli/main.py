@@ -8,6 +8,11 @@ Adding a subcommand:
    returns the exit status;
 2. add the module to :data:`SUBCOMMANDS` below.
 
+Global options (``--data-dir DIR``..., ``--config server.properties``, ``--read-only``) belong
+to the top-level parser, so they go before the command: ``seglog --data-dir D topics list``.
+Commands that open log directories also accept ``--data-dir`` and ``--read-only`` after the
+command (see :mod:`seglog.cli.common`, which opens the log manager for them).
+
 Exit status: what the handler returns (0 success, 1 failure); 2 for usage errors (argparse).
 A :class:`~seglog.errors.SeglogError` or ``OSError`` escaping a handler is printed as
 ``seglog: error: <message>`` on stderr with status 1, never as a traceback.
@@ -22,7 +27,8 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from seglog import __version__
-from seglog.cli import demo, dump_log
+from seglog.cli import consume, demo, dump_log, log_dirs, produce, topics
+from seglog.cli.common import add_global_options
 from seglog.errors import SeglogError
 
 PROG = "seglog"
@@ -33,7 +39,7 @@ EXIT_USAGE = 2
 Handler = Callable[[argparse.Namespace], int]
 
 #: Modules providing ``register(subparsers)``, in the order ``seglog --help`` lists them.
-SUBCOMMANDS: tuple[ModuleType, ...] = (demo, dump_log)
+SUBCOMMANDS: tuple[ModuleType, ...] = (topics, produce, consume, log_dirs, dump_log, demo)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -46,6 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Run 'seglog COMMAND --help' for the options of a command.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    add_global_options(parser)
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.register(subparsers)

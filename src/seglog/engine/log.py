@@ -25,10 +25,11 @@ write; flush when ``flush.messages`` is reached.
 from __future__ import annotations
 
 import bisect
+import itertools
 import random
 import struct
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,16 +71,17 @@ from seglog.format.columnar import scan_columns
 from seglog.format.compression import CompressionType
 from seglog.format.crc import crc32c
 from seglog.format.names import DELETED_SUFFIX
-from seglog.format.reader import BatchReader, EndKind, read_batches
+from seglog.format.reader import BatchReader, EndKind
 from seglog.format.records import Header, TimestampType
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.atomic import fsync_directory, write_file_atomically
 from seglog.storage.loader import LoadedLog, LoadReport, SegmentSettings, load_partition_dir
-from seglog.storage.segment import LogSegment
+from seglog.storage.segment import BatchSpan, LogSegment
 
 LEADER_EPOCH = 0  # a single node is always the leader of epoch 0
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 DEFAULT_FETCH_MAX_BYTES = 1024 * 1024
+APPEND_CHUNK_BYTES_MAX = 4 * 1024 * 1024  # append_records: bytes per Log.append call
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
@@ -142,8 +144,7 @@ class _Validated:
     first_offset: int
     last_offset: int
     max_timestamp: int
-    shallow_offset_of_max_timestamp: int
-    batch_count: int
+    spans: list[BatchSpan]
     record_count: int
 
 
@@ -280,8 +281,8 @@ class Log:
         next_offset = self.log_end_offset
         first_offset = next_offset
         max_timestamp = -1
-        shallow = next_offset
-        batches = records = 0
+        spans: list[BatchSpan] = []
+        records = 0
         log_append = config.message_timestamp_type == "LogAppendTime"
         for batch in reader:
             if batch.magic != MAGIC_V2:
@@ -313,21 +314,18 @@ class Log:
                 _INT64.pack_into(view, _MAX_TIMESTAMP_AT, now_ms)
                 _UINT32.pack_into(view, CRC_OFFSET, crc32c(view[ATTRIBUTES_OFFSET:]))
             last = next_offset + batch.last_offset_delta
-            if batch_max > max_timestamp:
-                max_timestamp, shallow = batch_max, last
+            max_timestamp = max(max_timestamp, batch_max)
+            spans.append(BatchSpan(batch.position, batch.size_in_bytes, last, batch_max))
             next_offset = last + 1
-            batches += 1
             records += batch.records_count
         assert reader.end is not None
         if reader.end.kind is not EndKind.CLEAN:
             raise CorruptRecordError(f"{where}: {reader.end.reason}", position=reader.end.position)
-        if batches == 0:
+        if not spans:
             raise InvalidRecordError(f"{where}: no batches to append")
         if config.is_compacted or (not log_append and self._has_timestamp_bounds()):
             self._validate_records(out, now_ms, log_append, where)
-        return _Validated(
-            out, first_offset, next_offset - 1, max_timestamp, shallow, batches, records
-        )
+        return _Validated(out, first_offset, next_offset - 1, max_timestamp, spans, records)
 
     def _has_timestamp_bounds(self) -> bool:
         int64_max = (1 << 63) - 1
@@ -371,12 +369,7 @@ class Log:
             rolled = self._maybe_roll(size, checked.max_timestamp, checked.last_offset, now_ms)
             if not self._epochs:
                 self._assign_epoch(checked.first_offset)
-            self.active_segment.append(
-                checked.last_offset,
-                checked.max_timestamp,
-                checked.shallow_offset_of_max_timestamp,
-                checked.data,
-            )
+            self.active_segment.append(checked.data, checked.spans)
             self.log_end_offset = checked.last_offset + 1
             if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
                 self.flush()
@@ -385,7 +378,7 @@ class Log:
                 checked.last_offset,
                 checked.max_timestamp,
                 now_ms if self.config.message_timestamp_type == "LogAppendTime" else -1,
-                checked.batch_count,
+                len(checked.spans),
                 checked.record_count,
                 size,
                 rolled,
@@ -398,20 +391,42 @@ class Log:
         *,
         timestamp_ms: int | None = None,
     ) -> LogAppendInfo:
-        """Build batches (the topic's codec, ``max.message.bytes``) and append them as one chunk.
+        """Build batches and append them; returns what the appends did, summed.
 
         Each item is ``(key, value)`` or ``(key, value, headers, timestamp_ms)``; without a
-        timestamp the clock's now is used.
+        timestamp the clock's now is used. Batches use the topic's ``compression.type``
+        (``producer`` means uncompressed here) and hold at most ``max.message.bytes`` (and
+        never more than ``segment.bytes``); they are appended in chunks of at most
+        ``APPEND_CHUNK_BYTES_MAX`` bytes, so any number of records fits any segment size.
         """
         now = self.clock.now_ms() if timestamp_ms is None else timestamp_ms
         codec_name = self.config.compression_type
         codec = (
             CompressionType.NONE
             if codec_name in ("producer", "uncompressed")
-            else (CompressionType[codec_name.upper()])
+            else CompressionType[codec_name.upper()]
         )
-        chunks: list[bytes] = []
-        builder = BatchBuilder(max_batch_bytes=self.config.max_message_bytes, compression=codec)
+        batch_limit = min(self.config.max_message_bytes, self.config.segment_bytes)
+        chunk_limit = min(self.config.segment_bytes, APPEND_CHUNK_BYTES_MAX)
+        infos: list[LogAppendInfo] = []
+        pending: list[bytes] = []
+        pending_bytes = 0
+
+        def flush_pending() -> None:
+            nonlocal pending_bytes
+            if pending:
+                infos.append(self.append(b"".join(pending)))
+                pending.clear()
+                pending_bytes = 0
+
+        def add(batch: bytes) -> None:
+            nonlocal pending_bytes
+            if pending_bytes + len(batch) > chunk_limit:
+                flush_pending()
+            pending.append(batch)
+            pending_bytes += len(batch)
+
+        builder = BatchBuilder(max_batch_bytes=batch_limit, compression=codec)
         for item in records:
             key, value = item[0], item[1]
             headers: Sequence[Header] = item[2] if len(item) > 2 else ()
@@ -419,14 +434,24 @@ class Log:
             if not builder.try_append(ts, key, value, headers):
                 if not len(builder):
                     builder.append(ts, key, value, headers)  # raises RecordTooLargeError
-                chunks.append(builder.build())
-                builder = BatchBuilder(
-                    max_batch_bytes=self.config.max_message_bytes, compression=codec
-                )
+                add(builder.build())
+                builder = BatchBuilder(max_batch_bytes=batch_limit, compression=codec)
                 builder.append(ts, key, value, headers)
         if len(builder):
-            chunks.append(builder.build())
-        return self.append(b"".join(chunks))
+            add(builder.build())
+        flush_pending()
+        if not infos:
+            raise InvalidRecordError(f"append to {self.topic_partition}: no records given")
+        return LogAppendInfo(
+            infos[0].first_offset,
+            infos[-1].last_offset,
+            max(i.max_timestamp for i in infos),
+            infos[-1].log_append_time_ms,
+            sum(i.batch_count for i in infos),
+            sum(i.record_count for i in infos),
+            sum(i.size_bytes for i in infos),
+            next((i.rolled for i in infos if i.rolled is not None), None),
+        )
 
     # --- roll ----------------------------------------------------------------------------------
     def _maybe_roll(
@@ -549,35 +574,49 @@ class Log:
                 return FetchResult(offset, fetched.data, end, start)
         return FetchResult(offset, b"", end, start)
 
-    def read_records(
-        self, offset: int, max_records: int = 500, *, max_bytes: int = DEFAULT_FETCH_MAX_BYTES
-    ) -> list[ConsumedRecord]:
-        """Decode up to ``max_records`` data records from ``offset`` (control batches skipped)."""
-        out: list[ConsumedRecord] = []
+    def iter_records(
+        self,
+        offset: int,
+        end_offset: int | None = None,
+        *,
+        max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+    ) -> Iterator[ConsumedRecord]:
+        """Data records from ``offset`` up to ``end_offset`` (default: LEO when called), lazily.
+
+        Each fetched batch is decoded once; control batches are skipped. Reads go through
+        :meth:`read`, so an offset below the log start raises ``OffsetOutOfRangeError``.
+        """
+        end = self.log_end_offset if end_offset is None else min(end_offset, self.log_end_offset)
         position = offset
-        while len(out) < max_records and position < self.log_end_offset:
+        while position < end:
             fetched = self.read(position, max_bytes)
-            batches, _ = read_batches(fetched.data)
-            if not batches:
-                break
-            for batch in batches:
+            advanced = False
+            for batch in BatchReader(fetched.data):
+                advanced = True
                 position = max(position, batch.last_offset + 1)
                 if batch.is_control:
                     continue
                 for record in batch.records():
-                    if record.offset < offset or len(out) >= max_records:
+                    if record.offset >= end:
+                        return
+                    if record.offset < offset:
                         continue
-                    out.append(
-                        ConsumedRecord(
-                            record.offset,
-                            batch.reported_timestamp(record),
-                            batch.timestamp_type,
-                            record.key,
-                            record.value,
-                            record.headers,
-                        )
+                    yield ConsumedRecord(
+                        record.offset,
+                        batch.reported_timestamp(record),
+                        batch.timestamp_type,
+                        record.key,
+                        record.value,
+                        record.headers,
                     )
-        return out
+            if not advanced:
+                return
+
+    def read_records(
+        self, offset: int, max_records: int = 500, *, max_bytes: int = DEFAULT_FETCH_MAX_BYTES
+    ) -> list[ConsumedRecord]:
+        """Up to ``max_records`` data records from ``offset`` (see :meth:`iter_records`)."""
+        return list(itertools.islice(self.iter_records(offset, max_bytes=max_bytes), max_records))
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
         """Kafka's ListOffsets (spec §15.2): -1 latest, -2 earliest, -3 max timestamp, -4 earliest

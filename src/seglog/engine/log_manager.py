@@ -16,7 +16,8 @@ Topic operations, each crash-safe by its order of steps:
 * **delete**: 1. mark the topic ``deleting`` in the metadata; 2. close its logs and rename each
   partition directory to ``{topic}-{p}.{uuid}-delete``; 3. drop the topic from the metadata;
   4. after ``file.delete.delay.ms`` remove the renamed directories. *Crash after 1 or 2*: the
-  next start finishes 2 and 3; *after 3*: the ``-delete`` directories are removed at start.
+  next start finishes 2 and 3; *after 3*: the ``-delete`` directories are removed at start
+  (at once: no reader can hold them then; Kafka waits the delay there too).
 * **alter**: validate, then write the new overrides; logs use the new config at once.
 
 Shutdown: flush and close every log, write the checkpoints, then ``.kafka_cleanshutdown`` in
@@ -262,8 +263,12 @@ class LogManager:
                 if TopicPartition(name, partition) not in self._logs:
                     self._create_partition(TopicPartition(name, partition), meta.topic_id)
         for root in self._roots:
+            # Kafka waits file.delete.delay.ms after queueing these at startup too, so that
+            # readers of the old broker process finish. A directory found at startup has no
+            # reader here (we hold the lock), and a one-shot `seglog` command would otherwise
+            # never get to remove it: removed now (a deliberate difference).
             for path in root.pending_deletes:
-                self._schedule_dir_removal(path)
+                shutil.rmtree(path, ignore_errors=True)
             root.pending_deletes.clear()
 
     def _schedule_tasks(self) -> None:
@@ -581,6 +586,19 @@ class LogManager:
             finally:
                 self._closed = True
                 self._release()
+
+    def abort(self) -> None:
+        """Give up without a clean shutdown: close files and release locks, but write no
+        checkpoint and no clean-shutdown marker (after an I/O error), so the next open recovers."""
+        with self._lock:
+            if self._closed:
+                return
+            self.scheduler.shutdown()
+            for log in self._logs.values():
+                for segment in log.segments:
+                    segment.close()
+            self._closed = True
+            self._release()
 
     def _release(self) -> None:
         for root in self._roots:

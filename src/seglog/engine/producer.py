@@ -8,9 +8,9 @@
   "sticky" partitioner for keyless records; round-robin spreads small inputs evenly, which is
   what a command-line producer wants. Decision recorded here.)
 
-Records are buffered per partition and appended as one chunk per partition (at most
-``max_buffered_records`` records per chunk), so a file of a million lines becomes a few large
-appends rather than a million small ones.
+Records are buffered per partition (at most ``max_buffered_records`` records or
+``max_buffered_bytes`` of keys and values) and appended together, so a file of a million lines
+becomes a few large appends rather than a million small ones.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from seglog.errors import UnknownTopicError
 from seglog.format.records import Header
 
 MAX_BUFFERED_RECORDS_DEFAULT = 10_000
+MAX_BUFFERED_BYTES_DEFAULT = 16 * 1024 * 1024  # per partition, keys + values
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,7 @@ class Producer:
         topic: str,
         *,
         max_buffered_records: int = MAX_BUFFERED_RECORDS_DEFAULT,
+        max_buffered_bytes: int = MAX_BUFFERED_BYTES_DEFAULT,
     ) -> None:
         self.manager = manager
         self.topic = topic
@@ -70,6 +72,8 @@ class Producer:
         if max_buffered_records < 1:
             raise ValueError("max_buffered_records must be >= 1")
         self.max_buffered_records = max_buffered_records
+        self.max_buffered_bytes = max_buffered_bytes
+        self._buffered_bytes: dict[int, int] = {}
         self._next_round_robin = 0
         self._buffers: dict[
             int, list[tuple[bytes | None, bytes | None, Sequence[Header], int]]
@@ -99,12 +103,16 @@ class Producer:
         )
         buffer = self._buffers.setdefault(partition, [])
         buffer.append((record.key, record.value, record.headers, timestamp))
-        if len(buffer) >= self.max_buffered_records:
+        size = self._buffered_bytes.get(partition, 0) + len(record.key or b"")
+        size += len(record.value or b"")
+        self._buffered_bytes[partition] = size
+        if len(buffer) >= self.max_buffered_records or size >= self.max_buffered_bytes:
             self._flush_partition(partition)
         return partition
 
     def _flush_partition(self, partition: int) -> None:
         buffer = self._buffers.pop(partition, [])
+        self._buffered_bytes.pop(partition, None)
         if buffer:
             info = self.manager.get_log(self.topic, partition).append_records(buffer)
             self.summary.add(partition, info)

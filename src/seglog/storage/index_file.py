@@ -327,8 +327,6 @@ class TimeIndexFile(_IndexFile):
         self._ensure_loaded()
         if not skip_full_check and self.is_full:
             raise self._corrupt(f"cannot append timestamp {timestamp}: the time index is full")
-        if len(self._keys) >= self.max_entries:
-            raise self._corrupt("the time index has no slot left, not even the reserved one")
         last_ts, last_offset = self.last_entry()
         if self._keys and offset < last_offset:
             raise self._corrupt(f"offset {offset} is below the last entry's {last_offset}")
@@ -336,6 +334,8 @@ class TimeIndexFile(_IndexFile):
             raise self._corrupt(f"timestamp {timestamp} is below the last entry's {last_ts}")
         if timestamp <= last_ts:
             return False
+        if len(self._keys) >= self.max_entries:
+            raise self._corrupt("the time index has no slot left, not even the reserved one")
         relative = offset - self.base_offset
         if not 0 <= relative <= INT32_MAX:
             raise self._corrupt(f"offset {offset} is not within int32 of base {self.base_offset}")

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,6 +60,17 @@ class BatchLocation:
     size: int
     last_offset: int
     first_offset: int  # v2: the base offset; legacy: the entry's (last) offset
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSpan:
+    """One batch of an append: its position inside the appended bytes, size, last offset and
+    max timestamp."""
+
+    position: int
+    size: int
+    last_offset: int
+    max_timestamp: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,38 +209,55 @@ class LogSegment:
     # --- append ----------------------------------------------------------------------------
     def append(
         self,
-        largest_offset: int,
-        largest_timestamp: int,
-        shallow_offset_of_max_timestamp: int,
         data: bytes | bytearray | memoryview,
+        batches: Sequence[BatchSpan],
     ) -> None:
-        """Write a chunk of whole batches at the end and maybe add index entries (spec §5.1)."""
+        """Write whole batches at the end with one write, then index them (spec §5.1).
+
+        ``batches`` describes each batch of ``data`` in order. Kafka's rule is applied as if
+        each batch were its own append: a batch that starts more than
+        ``index.interval.bytes`` after the last entry's gets an offset entry (its last
+        offset -> its position) and a time entry (the running max). Kafka applies the rule
+        per produce request instead, which maps a multi-batch request's last offset to its
+        first batch; its own dump tool then reports a mismatch, and recovery rebuilds the
+        per-batch entries anyway, so seglog writes per batch (what Java producers, one batch
+        per partition per request, get from Kafka too). A full index stays sparser for the
+        rest of the chunk; the next append's roll check then rolls.
+        """
         if not self.writable or self._fd is None:
             raise UnreadableFileError("segment is open read-only", path=str(self.log_path))
+        if not batches:
+            return
         position = self.size
-        if not 0 <= largest_offset - self.base_offset <= INT32_MAX:
+        last_offset = batches[-1].last_offset
+        if not 0 <= last_offset - self.base_offset <= INT32_MAX:
             raise InvalidRecordError(
-                f"offset {largest_offset} cannot be stored relative to base offset "
+                f"offset {last_offset} cannot be stored relative to base offset "
                 f"{self.base_offset} in {self.log_path}"
             )
         if position + len(data) > INT32_MAX:
             raise InvalidRecordError(f"segment {self.log_path} would pass 2 GiB")
         if position == 0:
-            self._rolling_based_timestamp = largest_timestamp
+            self._rolling_based_timestamp = max(b.max_timestamp for b in batches)
         written = os.pwrite(self._fd, data, position)
         while written < len(data):  # pwrite may write less; never leave a gap
             written += os.pwrite(self._fd, memoryview(data)[written:], position + written)
         self.size = position + len(data)
         self._ensure_max_timestamp()
         assert self._max_timestamp is not None
-        if largest_timestamp > self._max_timestamp:
-            self._max_timestamp = largest_timestamp
-            self._shallow_offset_of_max_timestamp = shallow_offset_of_max_timestamp
-        if self._bytes_since_last_index_entry > self.index_interval_bytes:
-            self.offset_index.append(largest_offset, position)
-            self.time_index.maybe_append(self._max_timestamp, self._shallow_offset_of_max_timestamp)
-            self._bytes_since_last_index_entry = 0
-        self._bytes_since_last_index_entry += len(data)
+        for batch in batches:
+            if batch.max_timestamp > self._max_timestamp:
+                self._max_timestamp = batch.max_timestamp
+                self._shallow_offset_of_max_timestamp = batch.last_offset
+            if self._bytes_since_last_index_entry > self.index_interval_bytes:
+                if not self.offset_index.is_full:
+                    self.offset_index.append(batch.last_offset, position + batch.position)
+                if not self.time_index.is_full:
+                    self.time_index.maybe_append(
+                        self._max_timestamp, self._shallow_offset_of_max_timestamp
+                    )
+                self._bytes_since_last_index_entry = 0
+            self._bytes_since_last_index_entry += batch.size
 
     # --- reading ---------------------------------------------------------------------------
     def read_at(self, position: int, length: int) -> bytes:
@@ -388,8 +416,13 @@ class LogSegment:
                     max_timestamp = batch.max_timestamp
                     shallow_offset = batch.last_offset
                 if batch.position - last_index_position > self.index_interval_bytes:
-                    self.offset_index.append(batch.last_offset, batch.position)
-                    self.time_index.maybe_append(max_timestamp, shallow_offset)
+                    # Rebuilding per batch can need more entries than the appends (one entry
+                    # per multi-batch chunk) wrote; a full index just stays sparser here, so
+                    # a small segment.index.bytes never makes a log unopenable.
+                    if not self.offset_index.is_full:
+                        self.offset_index.append(batch.last_offset, batch.position)
+                    if not self.time_index.is_full:
+                        self.time_index.maybe_append(max_timestamp, shallow_offset)
                     last_index_position = batch.position
                 valid_bytes = batch.position + batch.size_in_bytes
                 next_offset = batch.last_offset + 1

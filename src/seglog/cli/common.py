@@ -1,0 +1,303 @@
+"""What the commands that open log directories share: global options and opening the manager.
+
+Global options (``seglog --help`` lists them):
+
+* ``--data-dir DIR``: a root of ``log.dirs``; repeat it for several roots;
+* ``--config FILE``: a broker ``server.properties`` (Java properties, read as ISO-8859-1 as
+  ``Properties.load(InputStream)`` does). Its ``log.dirs`` (or ``log.dir``) and its storage
+  defaults (``log.segment.bytes``, ``log.retention.ms``, ...) apply; ``--data-dir`` given too
+  replaces its ``log.dirs``;
+* ``--read-only``: open without the lock and without writing anything (a directory a running
+  broker owns, or a read-only copy such as the corpus).
+
+Where they go: **before the command** (``seglog --data-dir D topics list``) for every command.
+``--data-dir`` and ``--read-only`` are also accepted **after** the command
+(``seglog topics list --data-dir D``); ``--config FILE`` is not, because after ``topics
+create`` / ``topics alter`` ``--config KEY=VALUE`` is a topic config, as in
+``kafka-topics.sh``. Data dirs given in both places are all used, before-the-command ones first.
+
+Without ``--data-dir``, and without ``log.dirs``/``log.dir`` in ``--config``, there is no
+default (Kafka's ``/tmp/kafka-logs`` would be a surprising place to write): the command fails.
+Every command but ``topics create`` also fails when a data dir does not exist, so a typo does
+not create an empty log directory. A data dir whose mode has no write bit (``dr-xr-xr-x``) is
+refused unless ``--read-only`` is given: a read-write open writes the lock, checkpoints,
+rebuilt indexes and the clean-shutdown marker, and as root nothing else would stop it.
+
+:func:`open_manager` opens the :class:`~seglog.engine.log_manager.LogManager` for a command and
+closes it cleanly at the end (flush, checkpoints, ``.kafka_cleanshutdown``), also when the
+command fails with a :class:`~seglog.errors.SeglogError` or is interrupted. SIGINT/SIGTERM are
+held back while the engine writes (:func:`deferred_interrupts`), so an interrupt never lands
+half-way through an append and the clean-shutdown marker is only ever written over whole
+writes. After an I/O error (any ``OSError`` but a closed stdout) or a bug, the manager is *not*
+closed cleanly: no marker is written, so the next open recovers the logs, as Kafka does for a
+log directory that went offline; the lock goes with the process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import stat
+import sys
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from seglog.config import BrokerConfig
+from seglog.engine.log_manager import LogManager
+from seglog.errors import InvalidConfigError, SeglogError
+from seglog.format.properties import parse_properties
+from seglog.format.topic_names import validate_topic_name
+from seglog.storage.files import read_file_bytes
+
+if TYPE_CHECKING:
+    Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+MAX_SERVER_PROPERTIES_BYTES = 1024 * 1024  # a server.properties is a few KiB
+
+_DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+# --- global options ---------------------------------------------------------------------------
+
+
+def add_global_options(parser: argparse.ArgumentParser) -> None:
+    """The global options on the top-level parser (before the command)."""
+    group = parser.add_argument_group("log directories (for topics, produce, consume, log-dirs)")
+    group.add_argument(
+        "--data-dir",
+        dest="data_dirs",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a log directory root (log.dirs); repeat for several roots",
+    )
+    group.add_argument(
+        "--config",
+        dest="server_config",
+        default=None,
+        metavar="FILE",
+        help="a broker server.properties: its log.dirs/log.dir and storage defaults apply "
+        "(--data-dir replaces its log.dirs)",
+    )
+    group.add_argument(
+        "--read-only",
+        action="store_true",
+        help="open without locking or writing anything (e.g. a directory a broker owns)",
+    )
+
+
+def command_options_parent() -> argparse.ArgumentParser:
+    """A parent parser adding ``--data-dir`` and ``--read-only`` after a command.
+
+    They are stored apart from the top-level ones (argparse lets a subcommand's defaults
+    overwrite the top level's), and :func:`data_dirs_of` / :func:`is_read_only` merge them.
+    """
+    parent = argparse.ArgumentParser(add_help=False)
+    group = parent.add_argument_group("log directories (also accepted before the command)")
+    group.add_argument(
+        "--data-dir",
+        dest="command_data_dirs",
+        action="append",
+        default=argparse.SUPPRESS,
+        metavar="DIR",
+        help="a log directory root (log.dirs); repeat for several roots",
+    )
+    group.add_argument(
+        "--read-only",
+        dest="command_read_only",
+        action="store_true",
+        default=argparse.SUPPRESS,
+        help="open without locking or writing anything",
+    )
+    return parent
+
+
+def data_dirs_of(args: argparse.Namespace) -> list[str]:
+    """Every ``--data-dir``: the ones before the command, then the ones after it."""
+    before: list[str] = getattr(args, "data_dirs", None) or []
+    after: list[str] = getattr(args, "command_data_dirs", None) or []
+    return [*before, *after]
+
+
+def is_read_only(args: argparse.Namespace) -> bool:
+    """``--read-only`` given before or after the command."""
+    return bool(getattr(args, "read_only", False) or getattr(args, "command_read_only", False))
+
+
+def broker_properties(args: argparse.Namespace) -> dict[str, str]:
+    """The broker properties of the command line: ``--config`` file, then ``--data-dir``."""
+    properties: dict[str, str] = {}
+    config_path: str | None = getattr(args, "server_config", None)
+    if config_path is not None:
+        data = read_file_bytes(config_path, max_bytes=MAX_SERVER_PROPERTIES_BYTES)
+        # Properties.load(InputStream) reads ISO-8859-1; non-ASCII text comes as \uXXXX.
+        properties = parse_properties(data.decode("iso-8859-1"), path=config_path)
+    data_dirs = data_dirs_of(args)
+    for directory in data_dirs:
+        if not directory:
+            raise InvalidConfigError("--data-dir: the directory name is empty")
+        if "," in directory:
+            raise InvalidConfigError(
+                f"--data-dir {directory!r}: a comma would split it in log.dirs; give each "
+                "directory with its own --data-dir"
+            )
+    if data_dirs:
+        properties.pop("log.dir", None)
+        properties["log.dirs"] = ",".join(data_dirs)
+    elif not (properties.get("log.dirs", "").strip() or properties.get("log.dir", "").strip()):
+        where = "no log directory given"
+        if config_path is not None:
+            where = f"{config_path} sets neither log.dirs nor log.dir"
+        raise InvalidConfigError(f"{where}: give --data-dir DIR (or --config server.properties)")
+    return properties
+
+
+def broker_config(args: argparse.Namespace) -> BrokerConfig:
+    """The :class:`BrokerConfig` of the command line (see :func:`broker_properties`)."""
+    return BrokerConfig.from_properties(broker_properties(args))
+
+
+# --- opening the manager ----------------------------------------------------------------------
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back for the block; they are delivered when it ends.
+
+    Used around engine writes, so an interrupt lands between whole appends, never inside one.
+    The signals are recorded by a temporary handler and raised again afterwards (blocking
+    them with ``pthread_sigmask`` would not do: the kernel hands a process-wide signal to any
+    thread that has not blocked it, and Python then interrupts the main thread anyway).
+    Outside the main thread, where handlers cannot be set, it does nothing.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+
+    def record(signum: int, _frame: object) -> None:
+        pending.append(signum)
+
+    previous = {signum: signal.signal(signum, record) for signum in _DEFERRED_SIGNALS}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+        if pending:
+            signal.raise_signal(pending[0])  # to the handler it was meant for
+
+
+def _check_roots(broker: BrokerConfig, *, must_exist: bool, read_only: bool) -> None:
+    """Missing roots (unless they may be created) and read-only roots opened for writing."""
+    for root in broker.log_dirs:
+        path = Path(root)
+        if not path.is_dir():
+            if must_exist:
+                raise InvalidConfigError(
+                    f"log directory {root} does not exist (only 'topics create' makes one)"
+                )
+            continue
+        # The mode bits, not access(): root may write anywhere, and a directory someone made
+        # read-only (a broker's copy, a corpus) must not be rewritten by a read-write open.
+        if not read_only and stat.S_IMODE(path.stat().st_mode) & 0o222 == 0:
+            raise InvalidConfigError(
+                f"log directory {root} is read-only (mode "
+                f"{stat.filemode(path.stat().st_mode)}); open it with --read-only"
+            )
+
+
+@contextmanager
+def open_manager(args: argparse.Namespace, *, create_dirs: bool = False) -> Iterator[LogManager]:
+    """The log manager of the command line, closed cleanly when the block ends.
+
+    ``create_dirs``: missing data dirs are created (``topics create``); otherwise a missing
+    one is an error. See the module docstring for what happens when the block fails.
+    """
+    broker = broker_config(args)
+    read_only = is_read_only(args)
+    _check_roots(broker, must_exist=not create_dirs or read_only, read_only=read_only)
+    with deferred_interrupts():
+        manager = LogManager.open(broker, read_only=read_only)
+    is_clean = True
+    try:
+        yield manager
+    except (SeglogError, BrokenPipeError):
+        raise
+    except Exception:
+        # An I/O error or a bug may have stopped the engine half-way through a write: leave
+        # the marker unwritten so the next open recovers (the lock goes with the process).
+        is_clean = False
+        raise
+    finally:
+        if is_clean:
+            with deferred_interrupts():
+                manager.close()
+
+
+# --- arguments and output ---------------------------------------------------------------------
+
+
+def topic_name(text: str) -> str:
+    """argparse type: a topic name Kafka accepts (so it is a safe directory name)."""
+    try:
+        validate_topic_name(text)
+    except SeglogError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    value = non_negative_int(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be >= 1, got 0")
+    return value
+
+
+def key_value(text: str) -> tuple[str, str]:
+    """argparse type: ``KEY=VALUE`` (split at the first ``=``; the value may hold more)."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    return key.strip(), value
+
+
+def missing_action(parser: argparse.ArgumentParser, actions: str) -> int:
+    """Handler of a command given without its action (``seglog topics``): usage, status 2."""
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: an action is required ({actions})", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def json_line(obj: Any) -> str:
+    """Compact JSON on one line (non-ASCII kept as is)."""
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def print_table(rows: Sequence[Sequence[object]], header: Sequence[str], out: IO[str]) -> None:
+    """Left-aligned columns separated by two spaces (the last column is not padded)."""
+    cells = [[str(c) for c in header], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    for row in cells:
+        padded = [cell.ljust(width) for cell, width in zip(row[:-1], widths, strict=False)]
+        out.write("  ".join([*padded, row[-1]]) + "\n")

@@ -1,0 +1,297 @@
+"""``seglog consume TOPIC``: print the records of a topic (like ``kafka-console-consumer.sh``).
+
+Partitions: ``--partition P``, or every partition in partition order. Each partition is read
+from its start position up to its log end offset *as it was when the command started*, then
+the command ends (it does not wait for new records). ``--max-records N`` stops after N
+records in all. Control records (transaction markers) are never printed; records of aborted
+transactions are (read_uncommitted, the console consumer's default).
+
+Start position (per partition):
+
+* ``--offset earliest`` (default): the log start offset;
+* ``--offset latest``: the log end offset (so nothing is printed);
+* ``--offset N``: offset N, which must be in ``[log start, log end]``; needs ``--partition``
+  (as in Kafka's console consumer);
+* ``--timestamp MS``: the first offset whose record timestamp is >= MS (Kafka's ListOffsets);
+  a partition with no such record prints nothing.
+
+``--format text`` (default) writes each value's bytes as they are, one per line (``null`` for
+a null value, or ``--null-value MARKER``); ``--print-key`` writes ``key<SEP>value`` with
+``--key-separator`` (default a tab). Values holding newlines make text output ambiguous; use
+JSON for anything but plain lines.
+
+``--format json`` writes one object per record, on one line::
+
+    {"topic":"t","partition":0,"offset":0,"timestamp":1700000000000,"key":"k","value":"v",
+     "headers":{"h":"x"}}
+
+``key`` and ``value`` are the UTF-8 text, or null for a null key or value. Bytes that are not
+valid UTF-8 are never mangled: the field is replaced by ``key_base64`` / ``value_base64``
+(standard base64), so exactly one of ``value`` and ``value_base64`` is present (and one of
+``key`` and ``key_base64``). Likewise ``headers`` is an object of key -> text or null, unless
+a header key repeats or a header key or value is not UTF-8: then ``headers_base64`` replaces
+it, a list of ``[key_base64, value_base64 or null]`` pairs in record order. ``seglog produce
+--format json`` accepts all of these fields, so output can be produced again.
+
+After the records, ``Processed a total of N messages`` goes to stderr (Kafka's line).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import sys
+from collections.abc import Iterator
+from typing import IO, TYPE_CHECKING, Any
+
+from seglog.cli.common import (
+    EXIT_OK,
+    command_options_parent,
+    json_line,
+    non_negative_int,
+    open_manager,
+    positive_int,
+)
+from seglog.engine.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ConsumedRecord, Log
+from seglog.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicError
+from seglog.format.reader import read_batches
+from seglog.format.records import Header
+from seglog.format.topic_names import validate_topic_name
+
+if TYPE_CHECKING:
+    from seglog.cli.common import Subparsers
+
+FETCH_MAX_BYTES = 1024 * 1024  # bytes read at a time (the first batch comes whole if larger)
+
+EPILOG = """\
+Examples:
+  seglog --data-dir D consume prices --print-key
+  seglog --data-dir D consume prices --partition 1 --offset 100 --max-records 10
+  seglog --data-dir D consume prices --timestamp 1700000000000 --format json | jq .value
+  seglog --read-only --data-dir /var/lib/kafka/data consume orders --format json"""
+
+
+def _offset_spec(text: str) -> str | int:
+    if text in ("earliest", "latest"):
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an offset (an integer >= 0), 'earliest' or 'latest', got {text!r}"
+        ) from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"an offset must be >= 0, got {value}")
+    return value
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add ``seglog consume``."""
+    parser = subparsers.add_parser(
+        "consume",
+        parents=[command_options_parent()],
+        help="print the records of a topic",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("topic", metavar="TOPIC", help="topic to read")
+    parser.add_argument(
+        "--partition",
+        type=non_negative_int,
+        metavar="P",
+        help="read only this partition (default: all, in partition order)",
+    )
+    start = parser.add_mutually_exclusive_group()
+    start.add_argument(
+        "--offset",
+        type=_offset_spec,
+        default="earliest",
+        metavar="N|earliest|latest",
+        help="where to start (default: earliest); a number needs --partition",
+    )
+    start.add_argument(
+        "--timestamp",
+        type=non_negative_int,
+        metavar="MS",
+        help="start at the first record with timestamp >= MS (epoch milliseconds)",
+    )
+    parser.add_argument(
+        "--max-records", type=positive_int, metavar="N", help="stop after N records in all"
+    )
+    parser.add_argument(
+        "--format", choices=("text", "json"), default="text", help="text (default) or json"
+    )
+    parser.add_argument(
+        "--print-key", action="store_true", help="text: print key<SEP>value instead of value"
+    )
+    parser.add_argument(
+        "--key-separator",
+        default="\t",
+        metavar="SEP",
+        help="text: what separates key and value with --print-key (default: a tab)",
+    )
+    parser.add_argument(
+        "--null-value",
+        default="null",
+        metavar="MARKER",
+        help="text: what a null key or value prints as (default: null)",
+    )
+    parser.set_defaults(handler=run)
+
+
+# --- rendering --------------------------------------------------------------------------------
+
+
+def _text_or_none(data: bytes) -> str | None:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _put_bytes(obj: dict[str, Any], name: str, data: bytes | None) -> None:
+    """``obj[name]`` = text or null; ``obj[name_base64]`` instead when not UTF-8."""
+    if data is None:
+        obj[name] = None
+        return
+    text = _text_or_none(data)
+    if text is None:
+        obj[f"{name}_base64"] = base64.b64encode(data).decode("ascii")
+    else:
+        obj[name] = text
+
+
+def _put_headers(obj: dict[str, Any], headers: tuple[Header, ...]) -> None:
+    as_text: dict[str, str | None] = {}
+    for header in headers:
+        key = _text_or_none(header.key_bytes())
+        value = None if header.value is None else _text_or_none(header.value)
+        if key is None or key in as_text or (header.value is not None and value is None):
+            obj["headers_base64"] = [
+                [
+                    base64.b64encode(h.key_bytes()).decode("ascii"),
+                    None if h.value is None else base64.b64encode(h.value).decode("ascii"),
+                ]
+                for h in headers
+            ]
+            return
+        as_text[key] = value
+    obj["headers"] = as_text
+
+
+def record_json(topic: str, partition: int, record: ConsumedRecord) -> dict[str, Any]:
+    """The ``--format json`` object of a record (see the module docstring)."""
+    obj: dict[str, Any] = {
+        "topic": topic,
+        "partition": partition,
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+    }
+    _put_bytes(obj, "key", record.key)
+    _put_bytes(obj, "value", record.value)
+    _put_headers(obj, record.headers)
+    return obj
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+def start_offset(log: Log, offset: str | int, timestamp: int | None) -> int:
+    """Where to start reading ``log`` (see the module docstring)."""
+    if timestamp is not None:
+        found = log.fetch_offset_by_timestamp(timestamp)
+        return log.log_end_offset if found is None else found.offset
+    if offset in ("earliest", "latest"):
+        which = EARLIEST_TIMESTAMP if offset == "earliest" else LATEST_TIMESTAMP
+        found = log.fetch_offset_by_timestamp(which)
+        assert found is not None  # earliest and latest always answer
+        return found.offset
+    assert isinstance(offset, int)
+    start, end = log.log_start_offset, log.log_end_offset
+    if not start <= offset <= end:
+        raise OffsetOutOfRangeError(
+            f"offset {offset} is outside [{start}, {end}] (log start, log end) of "
+            f"{log.topic_partition}"
+        )
+    return offset
+
+
+def read_partition(log: Log, first: int, end: int, limit: int | None) -> Iterator[ConsumedRecord]:
+    """Records of ``log`` from ``first`` up to ``end`` (exclusive), at most ``limit``.
+
+    Reads whole batches with :meth:`Log.read` and decodes each batch once. (``Log.read_records``
+    decodes every batch of its fetch on every call, so paging through a log 500 records at a
+    time re-decodes a large batch hundreds of times.)
+    """
+    offset = first
+    count = 0
+    while offset < end:
+        fetched = log.read(offset, FETCH_MAX_BYTES)
+        batches, _ = read_batches(fetched.data)
+        if not batches:
+            return
+        for batch in batches:
+            if not batch.is_control:
+                timestamp_type = batch.timestamp_type
+                for record in batch.records():
+                    if record.offset < offset:
+                        continue  # before the start, in the first batch
+                    if record.offset >= end or (limit is not None and count >= limit):
+                        return
+                    count += 1
+                    yield ConsumedRecord(
+                        record.offset,
+                        batch.reported_timestamp(record),
+                        timestamp_type,
+                        record.key,
+                        record.value,
+                        record.headers,
+                    )
+            offset = max(offset, batch.last_offset + 1)
+
+
+def _binary_stdout() -> IO[bytes]:
+    sys.stdout.flush()
+    return sys.stdout.buffer
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``seglog consume``."""
+    validate_topic_name(args.topic)
+    if isinstance(args.offset, int) and args.partition is None:
+        raise InvalidConfigError("--offset N needs --partition (offsets are per partition)")
+    separator = args.key_separator.encode("utf-8", "surrogateescape")
+    null_marker = args.null_value.encode("utf-8", "surrogateescape")
+    is_json = args.format == "json"
+    out = _binary_stdout()
+    total = 0
+    with open_manager(args) as manager:
+        if args.partition is None:
+            partitions = manager.partitions_of(args.topic)
+            if not partitions:
+                raise UnknownTopicError(f"topic {args.topic!r} does not exist")
+        else:
+            partitions = [args.partition]
+        for partition in partitions:
+            log = manager.get_log(args.topic, partition)
+            end = log.log_end_offset
+            first = start_offset(log, args.offset, args.timestamp)
+            limit = None if args.max_records is None else args.max_records - total
+            if limit == 0:
+                break
+            for record in read_partition(log, first, end, limit):
+                total += 1
+                if is_json:
+                    line = json_line(record_json(args.topic, partition, record)).encode()
+                    out.write(line + b"\n")
+                    continue
+                value = null_marker if record.value is None else record.value
+                if args.print_key:
+                    key = null_marker if record.key is None else record.key
+                    out.write(key + separator + value + b"\n")
+                else:
+                    out.write(value + b"\n")
+        out.flush()
+    print(f"Processed a total of {total} messages", file=sys.stderr)
+    return EXIT_OK
