@@ -228,3 +228,102 @@ def test_log_dirs_describe_is_shaped_like_kafka_log_dirs(tmp_path: Path) -> None
     assert log_dir["partitions"] == [
         {"partition": "t-0", "size": len(batch([b"x"])), "offsetLag": 0, "isFuture": False}
     ]
+
+
+def test_flush_messages_moves_the_recovery_point(tmp_path: Path) -> None:
+    with open_manager(tmp_path / "data") as manager:
+        manager.create_topic("f", 1, {"flush.messages": "3"})
+        log = manager.get_log("f", 0)
+        log.append(batch([b"a", b"b"]))
+        assert log.recovery_point == 0
+        log.append(batch([b"c"]))
+        assert log.recovery_point == 3
+
+
+def test_flush_ms_is_run_by_the_scheduler(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    props = {"log.flush.scheduler.interval.ms": "1000", "log.initial.task.delay.ms": "0"}
+    with open_manager(tmp_path / "data", clock=clock, **props) as manager:
+        manager.create_topic("f", 1, {"flush.ms": "5000"})
+        log = manager.get_log("f", 0)
+        log.append(batch([b"a"]))
+        clock.advance(1000)
+        manager.scheduler.run_due()
+        assert log.recovery_point == 0  # flush.ms not reached yet
+        clock.advance(4000)
+        manager.scheduler.run_due()
+        assert log.recovery_point == 1
+
+
+def test_checkpoints_are_written_by_the_scheduler(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    root = tmp_path / "data"
+    with open_manager(root, clock=clock) as manager:
+        manager.create_topic("c", 1)
+        manager.get_log("c", 0).append(batch([b"a", b"b"]))
+        clock.advance(30_000 + 5_000)  # initial delay, then the high-watermark period
+        manager.scheduler.run_due()
+        hw = parse_offset_checkpoint((root / "replication-offset-checkpoint").read_bytes())
+        assert hw == {TopicPartition("c", 0): 2}
+
+
+def test_crash_after_topic_metadata_creates_the_missing_partitions(tmp_path: Path) -> None:
+    """Step 1 of create (metadata in every root) done, step 2 (partition dirs) not."""
+    root = tmp_path / "data"
+    with open_manager(root) as manager:
+        manager.create_topic("t", 3)
+    for partition in (1, 2):
+        for path in (root / f"t-{partition}").iterdir():
+            path.unlink()
+        (root / f"t-{partition}").rmdir()
+    with open_manager(root) as manager:
+        assert manager.partitions_of("t") == [0, 1, 2]
+        assert (root / "t-2" / "partition.metadata").exists()
+
+
+def test_crash_during_delete_is_finished_at_startup(tmp_path: Path) -> None:
+    """Step 1 of delete (metadata marks the topic deleting) done, dirs still live."""
+    root = tmp_path / "data"
+    with open_manager(root) as manager:
+        manager.create_topic("t", 2)
+        manager.create_topic("keep", 1)
+        manager._topics.topics["t"].deleting = True
+        manager._write_topics()
+    with open_manager(root) as manager:
+        assert manager.topic_names() == ["keep"]
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == ["keep-0"]
+
+
+def test_newest_topic_metadata_wins_across_roots(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    with open_manager(a, b) as manager:
+        manager.create_topic("t", 2)
+        stale = (a / "seglog-topics.json").read_bytes()
+        manager.alter_topic("t", {"retention.ms": "1234"})
+    (a / "seglog-topics.json").write_bytes(stale)  # a crash between the two roots' writes
+    with open_manager(a, b) as manager:
+        assert manager.get_log("t", 0).config.retention_ms == 1234
+
+
+def test_roots_of_different_clusters_are_refused(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    with open_manager(a):
+        pass
+    with open_manager(b):
+        pass
+    with pytest.raises(InvalidConfigError, match="different clusters"):
+        open_manager(a, b)
+    with open_manager(a):  # the failed open released its locks
+        pass
+
+
+def test_abort_leaves_no_marker_and_the_next_open_recovers(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    manager = open_manager(root)
+    manager.create_topic("t", 1)
+    manager.get_log("t", 0).append(batch([b"a"]))
+    manager.abort()
+    assert not (root / ".kafka_cleanshutdown").exists()
+    with open_manager(root) as again:
+        (report,) = again.load_reports
+        assert report.recovered and again.get_log("t", 0).log_end_offset == 1

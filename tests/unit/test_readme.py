@@ -29,6 +29,8 @@ def test_python_example_runs() -> None:
     exec(compile(example, str(README), "exec"), namespace)
     assert namespace["end"].kind.name == "CLEAN"  # type: ignore[attr-defined]
     assert list(namespace["columns"].offset) == [0, 1]  # type: ignore[attr-defined]
+    assert namespace["info"].last_offset == 1  # type: ignore[attr-defined]
+    assert namespace["hit"].offset == 1  # type: ignore[attr-defined]
 
 
 def test_tour_commands_succeed(tmp_path: Path) -> None:
@@ -53,7 +55,8 @@ def test_tour_commands_succeed(tmp_path: Path) -> None:
             check=False,
         )
         # With "| head" the status is head's, so the command's own failures are read from
-        # stderr: seglog reports every error there as "seglog: error: ...".
+        # stderr: seglog reports every error there as "seglog: error: ...". Some commands
+        # (produce, consume) print their summary on stderr, so stderr may hold text.
         assert result.returncode == 0, (command, result.stderr)
-        assert result.stderr == "", (command, result.stderr)
-        assert result.stdout.strip(), command
+        assert "error" not in result.stderr.lower(), (command, result.stderr)
+        assert result.stdout.strip() or result.stderr.strip(), command

@@ -257,7 +257,7 @@ class LogManager:
     def _reconcile_topics(self) -> None:
         for name, meta in list(self._topics.topics.items()):
             if meta.deleting:
-                self._finish_delete(name)
+                self._finish_delete(name, remove_now=True)  # no reader yet: see below
                 continue
             for partition in range(meta.partitions):
                 if TopicPartition(name, partition) not in self._logs:
@@ -372,7 +372,7 @@ class LogManager:
             self._write_topics()
             return self._finish_delete(name)
 
-    def _finish_delete(self, name: str) -> list[Path]:
+    def _finish_delete(self, name: str, *, remove_now: bool = False) -> list[Path]:
         renamed = []
         for tp in [tp for tp in self._logs if tp.topic == name]:
             log = self._logs.pop(tp)
@@ -400,7 +400,10 @@ class LogManager:
         self._write_topics()
         self.checkpoint_all()
         for path in renamed:
-            self._schedule_dir_removal(path)
+            if remove_now:
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                self._schedule_dir_removal(path)
         return renamed
 
     def _schedule_dir_removal(self, path: Path) -> None:
