@@ -227,6 +227,7 @@ def open_manager(args: argparse.Namespace, *, create_dirs: bool = False) -> Iter
     _check_roots(broker, must_exist=not create_dirs or read_only, read_only=read_only)
     with deferred_interrupts():
         manager = LogManager.open(broker, read_only=read_only)
+    report_recovery(manager)
     is_clean = True
     try:
         yield manager
@@ -241,6 +242,15 @@ def open_manager(args: argparse.Namespace, *, create_dirs: bool = False) -> Iter
         if is_clean:
             with deferred_interrupts():
                 manager.close()
+        else:
+            manager.abort()
+
+
+def report_recovery(manager: LogManager) -> None:
+    """Say on stderr what opening the directories repaired (nothing after a clean shutdown)."""
+    for report in manager.load_reports:
+        if report.recovered or report.removed_files or report.completed_swaps:
+            print(f"seglog: recovery: {report.summary()}", file=sys.stderr)
 
 
 # --- arguments and output ---------------------------------------------------------------------
