@@ -15,7 +15,7 @@ offsets are below the next one's base; LEO is the active segment's next offset;
 snapshot of the segment list without the lock, so a read never blocks an append and never sees
 a partial batch (a segment's readable size only grows after a whole append was written).
 
-Append (spec §5.1): validate each batch (whole, CRC, ``max.message.bytes``, count matches the
+Append (spec §5.1): validate each batch (:mod:`seglog.core.append_validation`: whole, CRC, ``max.message.bytes``, count matches the
 offset range, no control batches from clients, keys on a compacted topic, timestamps within
 ``message.timestamp.*.max.ms``), assign offsets from LEO, stamp the leader epoch (0) and, for
 ``LogAppendTime``, the append time; roll if a roll condition holds (:mod:`seglog.core.roll`);
@@ -27,16 +27,14 @@ from __future__ import annotations
 import bisect
 import itertools
 import random
-import struct
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from seglog.clock import Clock
 from seglog.config import LogConfig
+from seglog.core.append_validation import LEADER_EPOCH, validate_append
 from seglog.core.roll import (
     ActiveSegmentState,
     PendingAppend,
@@ -52,33 +50,21 @@ from seglog.errors import (
     SeglogError,
     UnreadableFileError,
 )
-from seglog.format.batch import (
-    ATTRIBUTES_OFFSET,
-    CRC_OFFSET,
-    MAGIC_V2,
-    TIMESTAMP_TYPE_MASK,
-    RecordBatch,
-    set_base_offset,
-    set_partition_leader_epoch,
-)
 from seglog.format.builder import BatchBuilder
 from seglog.format.checkpoint import (
     EpochEntry,
     encode_leader_epoch_checkpoint,
     parse_leader_epoch_checkpoint,
 )
-from seglog.format.columnar import scan_columns
 from seglog.format.compression import CompressionType
-from seglog.format.crc import crc32c
 from seglog.format.names import DELETED_SUFFIX
-from seglog.format.reader import BatchReader, EndKind
+from seglog.format.reader import BatchReader
 from seglog.format.records import Header, TimestampType
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.atomic import fsync_directory, write_file_atomically
 from seglog.storage.loader import LoadedLog, LoadReport, SegmentSettings, load_partition_dir
-from seglog.storage.segment import BatchSpan, LogSegment
+from seglog.storage.segment import LogSegment
 
-LEADER_EPOCH = 0  # a single node is always the leader of epoch 0
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 DEFAULT_FETCH_MAX_BYTES = 1024 * 1024
 APPEND_CHUNK_BYTES_MAX = 4 * 1024 * 1024  # append_records: bytes per Log.append call
@@ -86,11 +72,6 @@ LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
-
-_MAX_TIMESTAMP_AT = 35
-_INT64 = struct.Struct(">q")
-_INT16 = struct.Struct(">h")
-_UINT32 = struct.Struct(">I")
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,16 +117,6 @@ class ConsumedRecord:
     key: bytes | None
     value: bytes | None
     headers: tuple[Header, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class _Validated:
-    data: bytearray
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    spans: list[BatchSpan]
-    record_count: int
 
 
 class Log:
@@ -272,94 +243,18 @@ class Log:
         if self._closed:
             raise UnreadableFileError("log is closed", path=str(self.directory))
 
-    def _validate(self, data: bytes | bytearray | memoryview, now_ms: int) -> _Validated:
-        """Check every batch of a producer's chunk and assign offsets in a private copy."""
-        where = f"append to {self.topic_partition}"
-        config = self.config
-        out = bytearray(data)
-        reader = BatchReader(out, verify_crc=True, check_offsets=False)
-        next_offset = self.log_end_offset
-        first_offset = next_offset
-        max_timestamp = -1
-        spans: list[BatchSpan] = []
-        records = 0
-        log_append = config.message_timestamp_type == "LogAppendTime"
-        for batch in reader:
-            if batch.magic != MAGIC_V2:
-                raise InvalidRecordError(
-                    f"{where}: batch at position {batch.position} has magic "
-                    f"{batch.magic}; seglog accepts only magic 2"
-                )
-            assert isinstance(batch, RecordBatch)
-            if batch.size_in_bytes > config.max_message_bytes:
-                raise RecordTooLargeError(
-                    f"{where}: batch at position {batch.position} is {batch.size_in_bytes} bytes, "
-                    f"above max.message.bytes {config.max_message_bytes}"
-                )
-            if batch.is_control:
-                raise InvalidRecordError(f"{where}: clients cannot append control batches")
-            if batch.records_count <= 0 or batch.records_count != batch.last_offset_delta + 1:
-                raise InvalidRecordError(
-                    f"{where}: batch at position {batch.position} has {batch.records_count} "
-                    f"records but lastOffsetDelta {batch.last_offset_delta}"
-                )
-            view = memoryview(out)[batch.position : batch.position + batch.size_in_bytes]
-            set_base_offset(view, next_offset)
-            set_partition_leader_epoch(view, LEADER_EPOCH)
-            batch_max = batch.max_timestamp
-            if log_append:
-                batch_max = now_ms
-                attributes = batch.attributes | TIMESTAMP_TYPE_MASK
-                _INT16.pack_into(view, ATTRIBUTES_OFFSET, attributes)
-                _INT64.pack_into(view, _MAX_TIMESTAMP_AT, now_ms)
-                _UINT32.pack_into(view, CRC_OFFSET, crc32c(view[ATTRIBUTES_OFFSET:]))
-            last = next_offset + batch.last_offset_delta
-            max_timestamp = max(max_timestamp, batch_max)
-            spans.append(BatchSpan(batch.position, batch.size_in_bytes, last, batch_max))
-            next_offset = last + 1
-            records += batch.records_count
-        assert reader.end is not None
-        if reader.end.kind is not EndKind.CLEAN:
-            raise CorruptRecordError(f"{where}: {reader.end.reason}", position=reader.end.position)
-        if not spans:
-            raise InvalidRecordError(f"{where}: no batches to append")
-        if config.is_compacted or (not log_append and self._has_timestamp_bounds()):
-            self._validate_records(out, now_ms, log_append, where)
-        return _Validated(out, first_offset, next_offset - 1, max_timestamp, spans, records)
-
-    def _has_timestamp_bounds(self) -> bool:
-        int64_max = (1 << 63) - 1
-        return (
-            self.config.message_timestamp_before_max_ms < int64_max
-            or self.config.message_timestamp_after_max_ms < int64_max
-        )
-
-    def _validate_records(self, data: bytearray, now_ms: int, log_append: bool, where: str) -> None:
-        """Record-level checks (keys on a compacted topic, timestamp bounds) with the kernel."""
-        columns = scan_columns(bytes(data), verify_crc=False)
-        if self.config.is_compacted:
-            keyless = np.flatnonzero(columns.key_length < 0)
-            if len(keyless):
-                raise InvalidRecordError(
-                    f"{where}: compacted topic {self.topic_partition.topic!r} requires a key; "
-                    f"record {int(keyless[0])} of the append has none"
-                )
-        if not log_append and self._has_timestamp_bounds():
-            earliest = now_ms - self.config.message_timestamp_before_max_ms
-            latest = now_ms + self.config.message_timestamp_after_max_ms
-            bad = np.flatnonzero((columns.timestamp < earliest) | (columns.timestamp > latest))
-            if len(bad):
-                raise InvalidRecordError(
-                    f"{where}: record timestamp {int(columns.timestamp[bad[0]])} is outside "
-                    f"[{earliest}, {latest}] (message.timestamp.before/after.max.ms)"
-                )
-
     def append(self, data: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append a producer's chunk of v2 batches (offsets are assigned here); spec §5.1."""
         with self._lock:
             self._check_writable()
             now_ms = self.clock.now_ms()
-            checked = self._validate(data, now_ms)
+            checked = validate_append(
+                data,
+                config=self.config,
+                log_end_offset=self.log_end_offset,
+                now_ms=now_ms,
+                where=f"append to {self.topic_partition}",
+            )
             size = len(checked.data)
             if size > self.config.segment_bytes:
                 raise RecordTooLargeError(

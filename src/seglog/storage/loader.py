@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from seglog.errors import InvalidFileNameError
 from seglog.format.names import (
@@ -60,6 +61,19 @@ class SegmentSettings:
 
     index_interval_bytes: int
     segment_index_bytes: int
+
+    def open_segment(
+        self, directory: Path, base_offset: int, now_ms: int, **options: Any
+    ) -> LogSegment:
+        """A :class:`LogSegment` with these settings (``options`` go to its constructor)."""
+        return LogSegment(
+            directory,
+            base_offset,
+            index_interval_bytes=self.index_interval_bytes,
+            segment_index_bytes=self.segment_index_bytes,
+            created_ms=now_ms,
+            **options,
+        )
 
 
 @dataclass(slots=True)
@@ -166,15 +180,8 @@ def _complete_swaps(
     low = min(base for base, _ in log_swaps)
     high = low
     for base, _ in log_swaps:
-        segment = LogSegment(
-            directory,
-            base,
-            index_interval_bytes=settings.index_interval_bytes,
-            segment_index_bytes=settings.segment_index_bytes,
-            created_ms=now_ms,
-            writable=False,
-            persist_indexes=False,
-            file_suffix=SWAP_SUFFIX,
+        segment = settings.open_segment(
+            directory, base, now_ms, writable=False, persist_indexes=False, file_suffix=SWAP_SUFFIX
         )
         try:
             high = max(high, segment.recover().next_offset or base)
@@ -216,14 +223,7 @@ def _open_segments(
     segments = []
     missing_index: set[int] = set()
     for base in sorted(logs):
-        segment = LogSegment(
-            directory,
-            base,
-            index_interval_bytes=settings.index_interval_bytes,
-            segment_index_bytes=settings.segment_index_bytes,
-            created_ms=now_ms,
-            writable=writable,
-        )
+        segment = settings.open_segment(directory, base, now_ms, writable=writable)
         if not segment.offset_index.exists:
             missing_index.add(base)
         segments.append(segment)
@@ -290,16 +290,7 @@ def load_partition_dir(
                 segment.close()
         segments = []
     if not segments:
-        segments = [
-            LogSegment(
-                directory,
-                log_start_offset,
-                index_interval_bytes=settings.index_interval_bytes,
-                segment_index_bytes=settings.segment_index_bytes,
-                created_ms=now_ms,
-                writable=writable,
-            )
-        ]
+        segments = [settings.open_segment(directory, log_start_offset, now_ms, writable=writable)]
     log_end_offset = segments[-1].next_offset()
     recovery_point = log_end_offset if had_clean_shutdown else min(recovery_point, log_end_offset)
     log_start_offset = max(log_start_offset, segments[0].base_offset)

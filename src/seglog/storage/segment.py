@@ -30,6 +30,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from seglog.core.append_validation import BatchSpan
 from seglog.errors import CorruptRecordError, InvalidRecordError, UnreadableFileError
 from seglog.format.batch import LOG_OVERHEAD, MAGIC_V2
 from seglog.format.names import (
@@ -60,17 +61,6 @@ class BatchLocation:
     size: int
     last_offset: int
     first_offset: int  # v2: the base offset; legacy: the entry's (last) offset
-
-
-@dataclass(frozen=True, slots=True)
-class BatchSpan:
-    """One batch of an append: its position inside the appended bytes, size, last offset and
-    max timestamp."""
-
-    position: int
-    size: int
-    last_offset: int
-    max_timestamp: int
 
 
 @dataclass(frozen=True, slots=True)
