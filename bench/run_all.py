@@ -4,7 +4,9 @@ Each benchmark times seglog beside its peers in the same process and prints Mark
 with ratios; the raw samples go to ``bench/results/*.json`` (git-ignored). Arguments are
 passed to every benchmark, e.g. ``--quick`` for a smoke run.
 
-Run: ``.venv/bin/python -m bench.run_all [--quick] [--size-mb N] [--repeat N]``.
+Run: ``.venv/bin/python -m bench.run_all [--quick] [--size-mb N] [--repeat N]``. ``--size-mb``
+means MB per segment to ``bench_format`` and MB appended per sample to ``bench_storage``; each
+benchmark ignores (``bench_storage``) or rejects (``bench_format``) the other's own options.
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: python bench/run_all.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bench_format
+from bench import bench_format, bench_storage
 
 BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "format": bench_format.main,
+    "storage": bench_storage.main,
 }
 
 

@@ -15,11 +15,9 @@ offsets are below the next one's base; LEO is the active segment's next offset;
 snapshot of the segment list without the lock, so a read never blocks an append and never sees
 a partial batch (a segment's readable size only grows after a whole append was written).
 
-Append (spec §5.1): validate each batch (:mod:`seglog.core.append_validation`: whole, CRC, ``max.message.bytes``, count matches the
-offset range, no control batches from clients, keys on a compacted topic, timestamps within
-``message.timestamp.*.max.ms``), assign offsets from LEO, stamp the leader epoch (0) and, for
-``LogAppendTime``, the append time; roll if a roll condition holds (:mod:`seglog.core.roll`);
-write; flush when ``flush.messages`` is reached.
+Append (spec §5.1): validate each batch and assign offsets from LEO
+(:mod:`seglog.core.append_validation`), roll if a roll condition holds
+(:mod:`seglog.core.roll`), write, and flush when ``flush.messages`` is reached.
 """
 
 from __future__ import annotations
