@@ -19,15 +19,16 @@ count, offsets reassigned contiguously from 0, CRCs valid, total bytes.
 **Random offset lookups.** Two logs built by appending 4-batch chunks (``segment.bytes``
 1 GiB): ~``--small-mb`` MiB (default 64) and ~``--big-gb`` GiB (default 4, so 4 segments).
 They are cached in ``$TMPDIR/seglog-bench/storage-*`` with a manifest (file names and sizes,
-log end offset) and reused when they still match it, so only the first run pays the build.
+log end offset, a digest of the engine files that decide what an append writes) and reused
+when they still match it, so only the first run after an engine change pays the build.
 Both are opened read-only (clean shutdown, no recovery) and read once to warm the page cache;
 then ``--lookups`` (default 20 000) ``Log.read(offset, max_bytes=1024)`` calls at offsets
-drawn uniformly over each log with the same RNG seed are timed. ``max_bytes`` is below a
-batch, so each answer is exactly the batch holding the offset (``min_one_message``). The floor
-is one ``os.pread`` of exactly that batch at its known position. Before timing, every answer
-is checked against an independent table of batch positions built from the files' headers
-(the batch's base offset, size, offset range and CRC). Ratio: big / small time per lookup
-(goal: <= 1.5).
+drawn uniformly over each log with the same RNG seed are timed (``2 * --repeat`` rounds).
+``max_bytes`` is below a batch, so each answer is exactly the batch holding the offset
+(``min_one_message``). The floor is one ``os.pread`` of exactly that batch at its known
+position. Before timing, every answer is checked against an independent table of batch
+positions built from the files' headers (the batch's base offset, size, offset range and
+CRC). Ratio: big / small time per lookup (goal: <= 1.5).
 
 **Recovery after an unclean shutdown.** A log of ``--recovery-segments`` segments (default
 16) of ``--recovery-segment-mb`` MiB (64) is built in the temporary directory and closed;
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
 import json
 import mmap
 import os
@@ -97,6 +99,16 @@ VALUE_BYTES = 100
 TOPIC_PARTITION = TopicPartition("bench", 0)
 # Bump when the layout of the cached lookup logs changes: old ones are then rebuilt.
 STORAGE_LAYOUT_VERSION = 2
+# The engine files that decide what an append writes (batch bytes, index entries, rolls): a
+# cached lookup log built by another version of them is rebuilt, since the index density it
+# was built with is part of what a lookup costs.
+ENGINE_LAYOUT_FILES = (
+    "src/seglog/engine/log.py",
+    "src/seglog/core/append_validation.py",
+    "src/seglog/core/roll.py",
+    "src/seglog/storage/segment.py",
+    "src/seglog/storage/index_file.py",
+)
 BUILD_CHUNK_BATCHES = 4  # produce chunk used to build the lookup and recovery logs
 LOOKUP_MAX_BYTES = 1024  # below a batch: the answer is the one batch holding the offset
 LOOKUP_SEED = 20261121
@@ -575,11 +587,25 @@ def _manifest_files(directory: Path) -> dict[str, int]:
     return {path.name: path.stat().st_size for path in sorted(directory.iterdir())}
 
 
-def _cached_log_is_valid(directory: Path, manifest: dict[str, Any]) -> bool:
-    if manifest.get("layout") != STORAGE_LAYOUT_VERSION or not directory.is_dir():
-        return False
-    if _manifest_files(directory) != manifest.get("files"):
-        return False
+def engine_layout_digest() -> str:
+    """SHA-256 (short) over the engine files that decide the bytes and indexes appended."""
+    digest = hashlib.sha256()
+    root = Path(__file__).resolve().parent.parent
+    for name in ENGINE_LAYOUT_FILES:
+        path = root / name
+        digest.update(name.encode() + b"\0")
+        digest.update(path.read_bytes() if path.exists() else b"(missing)")
+    return digest.hexdigest()[:16]
+
+
+def _cached_log_problem(directory: Path, manifest: dict[str, Any]) -> str | None:
+    """Why the cached log cannot be reused, or None when it can."""
+    if manifest.get("layout") != STORAGE_LAYOUT_VERSION:
+        return "benchmark layout version changed"
+    if manifest.get("engine_digest") != engine_layout_digest():
+        return "engine source changed (" + ", ".join(ENGINE_LAYOUT_FILES) + ")"
+    if not directory.is_dir() or _manifest_files(directory) != manifest.get("files"):
+        return "files differ from the manifest"
     log = Log.open(
         directory,
         TOPIC_PARTITION,
@@ -589,12 +615,14 @@ def _cached_log_is_valid(directory: Path, manifest: dict[str, Any]) -> bool:
         writable=False,
     )
     try:
-        return bool(
-            log.log_end_offset == manifest["log_end_offset"]
-            and log.size_bytes() == manifest["bytes"]
-        )
+        if (log.log_end_offset, log.size_bytes()) != (
+            manifest["log_end_offset"],
+            manifest["bytes"],
+        ):
+            return "log end offset or size differs from the manifest"
     finally:
         log.close()
+    return None
 
 
 def ensure_lookup_log(
@@ -609,7 +637,8 @@ def ensure_lookup_log(
     manifest_path = root / "manifest.json"
     if manifest_path.exists():
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-        if _cached_log_is_valid(directory, manifest):
+        problem = _cached_log_problem(directory, manifest)
+        if problem is None:
             print(f"lookup log {label}: reusing {root}", flush=True)
             return CachedLog(
                 directory,
@@ -619,7 +648,7 @@ def ensure_lookup_log(
                 was_built=False,
                 build_s=0.0,
             )
-        print(f"lookup log {label}: cache at {root} is stale, rebuilding", flush=True)
+        print(f"lookup log {label}: rebuilding {root}: {problem}", flush=True)
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
     print(f"lookup log {label}: building {target_bytes / MB:.0f} MB in {root}", flush=True)
@@ -646,9 +675,12 @@ def ensure_lookup_log(
     leo = log.log_end_offset
     segments = len(log.segments)
     log.close()
+    # Let the writeback of the build finish now, not during the lookups timed next.
+    os.sync()
     build_s = time.perf_counter() - started
     manifest = {
         "layout": STORAGE_LAYOUT_VERSION,
+        "engine_digest": engine_layout_digest(),
         "generator_version": GENERATOR_VERSION,
         "source": source.name,
         "segment_bytes": segment_bytes,
@@ -788,8 +820,10 @@ def bench_lookups(
                 expected = expected_by_name[name]
                 raise AssertionError(f"{name} read {result} bytes, expected {expected}")
 
+        # Samples are short (~0.4 s): twice the rounds, so one burst of co-tenant noise cannot
+        # move a median.
         samples = measure_interleaved(
-            contenders, repeat=repeat, warmup=1, min_sample_s=min_sample_s, check=check
+            contenders, repeat=2 * repeat, warmup=1, min_sample_s=min_sample_s, check=check
         )
     finally:
         for fd in fds:
