@@ -6,10 +6,11 @@ import struct
 from pathlib import Path
 
 import pytest
-from log_support import T0, batch, config, open_log, values
+from log_support import T0, TP, batch, config, open_log, values
 
 from seglog.clock import ManualClock
 from seglog.core.roll import RollReason
+from seglog.engine.log import Log
 from seglog.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -268,3 +269,45 @@ def test_leader_epoch_checkpoint_is_written_like_kafka(tmp_path: Path, clock: Ma
     assert path.read_bytes() == b"0\n1\n0 0\n"
     raw = (tmp_path / "events-0" / "00000000000000000000.log").read_bytes()
     assert struct.unpack_from(">i", raw, 12)[0] == 0  # partitionLeaderEpoch stamped
+
+
+def test_roll_flushes_in_the_background_and_a_truncation_voids_it(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    class Deferred(ThreadPoolExecutor):
+        """Runs nothing until told: the test decides when the background flush happens."""
+
+        def __init__(self) -> None:
+            super().__init__(max_workers=1)
+            self.tasks: list[tuple[object, tuple[object, ...]]] = []
+
+        def submit(self, fn, /, *args, **kwargs):  # type: ignore[no-untyped-def, override]
+            self.tasks.append((fn, args))
+            return Future()
+
+        def run(self) -> None:
+            for fn, args in self.tasks:
+                fn(*args)  # type: ignore[operator]
+            self.tasks.clear()
+
+    executor = Deferred()
+    one = batch([b"x" * 100])
+    log = Log.open(
+        tmp_path / "events-0",
+        TP,
+        config(segment_bytes=len(one) * 2),
+        clock=clock,
+        flush_executor=executor,
+    )
+    for _ in range(3):
+        log.append(one)
+    assert len(log.segments) == 2 and log.recovery_point == 0  # the roll did not wait
+    executor.run()
+    assert log.recovery_point == 2
+    for _ in range(2):
+        log.append(one)  # rolls again at 4
+    log.truncate_to(3)
+    executor.run()
+    assert log.recovery_point == 2  # planned before the truncation: void

@@ -25,6 +25,8 @@ def test_offset_index_preallocates_writes_through_and_trims(tmp_path: Path) -> N
     assert path.stat().st_size == 80
     index.append(105, 0)
     index.append(130, 4200)
+    assert path.read_bytes() == bytes(80)  # entries reach the file at the next sync
+    index.sync()
     assert path.read_bytes()[:16] == struct.pack(">iiii", 5, 0, 30, 4200)
     assert path.read_bytes()[16:] == bytes(64)  # zero tail while active
     index.trim()
@@ -54,6 +56,7 @@ def test_offset_index_truncate_to_follows_kafka(tmp_path: Path) -> None:
     index = OffsetIndexFile(tmp_path / "0.index", 0, segment_index_bytes=800)
     for offset, position in ((10, 100), (20, 200), (30, 300)):
         index.append(offset, position)
+    index.sync()
     index.truncate_to(20)  # an entry equal to the target goes
     assert index.entries == 1
     index.append(25, 250)

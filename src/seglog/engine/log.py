@@ -27,6 +27,7 @@ import itertools
 import random
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -130,6 +131,7 @@ class Log:
         clock: Clock,
         writable: bool,
         rng: random.Random | None = None,
+        flush_executor: Executor | None = None,
     ) -> None:
         self.directory = directory
         self.topic_partition = topic_partition
@@ -138,6 +140,8 @@ class Log:
         self.writable = writable
         self.load_report: LoadReport = loaded.report
         self._rng = rng or random.Random()
+        self._flush_executor = flush_executor
+        self._truncations = 0  # a background flush planned before a truncation is void
         self._lock = threading.RLock()
         self._segments: tuple[LogSegment, ...] = tuple(loaded.segments)
         self._bases: tuple[int, ...] = tuple(s.base_offset for s in loaded.segments)
@@ -162,8 +166,13 @@ class Log:
         log_start_offset: int = 0,
         had_clean_shutdown: bool = False,
         writable: bool = True,
+        flush_executor: Executor | None = None,
     ) -> Log:
-        """Open (creating when writable) a partition directory and load it (spec §12)."""
+        """Open (creating when writable) a partition directory and load it (spec §12).
+
+        ``flush_executor`` runs the flush that follows each roll in the background, as Kafka
+        does, so the append that rolls does not wait for fsyncs; without one it runs inline.
+        """
         if writable:
             directory.mkdir(parents=True, exist_ok=True)
         elif not directory.is_dir():
@@ -177,7 +186,15 @@ class Log:
             now_ms=clock.now_ms(),
             writable=writable,
         )
-        return cls(directory, topic_partition, config, loaded, clock=clock, writable=writable)
+        return cls(
+            directory,
+            topic_partition,
+            config,
+            loaded,
+            clock=clock,
+            writable=writable,
+            flush_executor=flush_executor,
+        )
 
     def __repr__(self) -> str:
         return (
@@ -390,8 +407,31 @@ class Log:
             segment = self._new_segment(new_base)
             self._publish((*self._segments, segment))
             self._needs_dir_fsync = True
-            self.flush(new_base)
+            if self._flush_executor is None:
+                self.flush(new_base)
+            else:
+                self._flush_executor.submit(self._flush_rolled, new_base, self._truncations)
             return segment
+
+    def _flush_rolled(self, new_base: int, truncations: int) -> None:
+        """The background half of a roll: fsync what lies below the new segment, then move the
+        recovery point there unless a truncation came in between (spec §5.4 step 6)."""
+        all_segments, point = self._segments, self.recovery_point
+        segments = [
+            segment
+            for i, segment in enumerate(all_segments)
+            if segment.base_offset < new_base
+            and (i + 1 == len(all_segments) or all_segments[i + 1].base_offset > point)
+        ]
+        try:
+            for segment in segments:
+                segment.flush()
+            fsync_directory(self.directory)
+        except (OSError, UnreadableFileError):
+            return  # the segment was closed or deleted meanwhile; a later flush covers it
+        with self._lock:
+            if self._truncations == truncations and self.recovery_point < new_base:
+                self.recovery_point = new_base
 
     def _new_segment(self, base_offset: int) -> LogSegment:
         segment = LogSegment(
@@ -588,6 +628,7 @@ class Log:
             self.log_end_offset = offset
             self.log_start_offset = min(self.log_start_offset, offset)
             self.recovery_point = min(self.recovery_point, offset)
+            self._truncations += 1
             self._epochs = [e for e in self._epochs if e.start_offset < offset]
             write_file_atomically(self._epoch_path(), encode_leader_epoch_checkpoint(self._epochs))
             fsync_directory(self.directory)

@@ -33,6 +33,7 @@ import shutil
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,6 +136,8 @@ class LogManager:
         self.clock: Clock = clock or SystemClock()
         self.read_only = read_only
         self.scheduler = Scheduler(self.clock)
+        # One thread runs the fsyncs that follow rolls (Kafka's "flush-log" task).
+        self._flush_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seglog-flush")
         self._lock = threading.RLock()
         self._roots = [
             _Root(LogDirectory(Path(d), writable=not read_only)) for d in broker.log_dirs
@@ -249,6 +252,7 @@ class LogManager:
                 log_start_offset=log_starts.get(tp, 0),
                 had_clean_shutdown=root.had_clean_shutdown,
                 writable=not self.read_only,
+                flush_executor=self._flush_executor,
             )
             self._logs[tp] = log
             self._log_root[tp] = index
@@ -355,7 +359,12 @@ class LogManager:
         write_file_atomically(path / PARTITION_METADATA, encode_partition_metadata(topic_id))
         fsync_directory(root)
         log = Log.open(
-            path, tp, self.log_config(tp.topic), clock=self.clock, had_clean_shutdown=False
+            path,
+            tp,
+            self.log_config(tp.topic),
+            clock=self.clock,
+            had_clean_shutdown=False,
+            flush_executor=self._flush_executor,
         )
         self._logs[tp] = log
         self._log_root[tp] = index
@@ -579,6 +588,7 @@ class LogManager:
             if self._closed:
                 return
             self.scheduler.shutdown()
+            self._flush_executor.shutdown(wait=True)
             try:
                 for log in self._logs.values():
                     log.close()
@@ -597,6 +607,7 @@ class LogManager:
             if self._closed:
                 return
             self.scheduler.shutdown()
+            self._flush_executor.shutdown(wait=True)
             for log in self._logs.values():
                 for segment in log.segments:
                     segment.close()
@@ -604,6 +615,7 @@ class LogManager:
             self._release()
 
     def _release(self) -> None:
+        self._flush_executor.shutdown(wait=True)
         for root in self._roots:
             root.directory.unlock()
 

@@ -2,8 +2,12 @@
 
 Entry layouts are in :mod:`seglog.format.index`. This module owns the files:
 
-* **Entries live in memory** as two typed arrays (no Python object per entry) and are written
-  through to the file with ``pwrite`` as they are appended, at ``entries * entry_bytes``.
+* **Entries live in memory** as two typed arrays (no Python object per entry). New entries
+  reach the file in one ``pwrite`` at the next :meth:`_IndexFile.sync` (called by flush,
+  trim, close and rename), not one syscall per entry: the append path stays cheap, and an
+  index is always complete on disk before the recovery point passes its segment (a segment
+  whose entries were lost in a crash is at or after the recovery point, so recovery
+  rebuilds its index anyway).
   Searches are binary searches on the in-memory column (``bisect``), the same answer as
   Kafka's warm/cold binary search over its mmap.
 * **Preallocation**: while the segment is active the file is ``max_index_bytes`` long,
@@ -86,6 +90,8 @@ class _IndexFile:
         self._loaded = False
         self._keys: array[int] = array("q")
         self._values: array[int] = array("q")
+        self._written = 0  # entries already in the file
+        self._pending: list[bytes] = []  # packed entries from slot ``_written`` on
 
     # --- loading --------------------------------------------------------------------------
     def _ensure_loaded(self) -> None:
@@ -100,6 +106,7 @@ class _IndexFile:
         except OSError as exc:
             raise UnreadableFileError(exc.strerror or str(exc), path=str(self.path)) from exc
         self._load_entries(data)
+        self._written = len(self._keys)
 
     def _load_entries(self, data: bytes) -> None:
         raise NotImplementedError
@@ -130,11 +137,25 @@ class _IndexFile:
 
     def _write_entry(self, slot: int, packed: bytes) -> None:
         if self.persist:
-            os.pwrite(self._open_for_write(), packed, slot * self.entry_bytes)
+            assert slot == self._written + len(self._pending)
+            self._pending.append(packed)
+
+    def sync(self) -> None:
+        """Write entries appended since the last sync to the file (one ``pwrite``)."""
+        if self._pending:
+            data = b"".join(self._pending)
+            os.pwrite(self._open_for_write(), data, self._written * self.entry_bytes)
+            self._written += len(self._pending)
+            self._pending.clear()
 
     def _cut_entries(self, keep: int) -> None:
         del self._keys[keep:]
         del self._values[keep:]
+        if keep >= self._written:
+            del self._pending[keep - self._written :]
+            return
+        self._pending.clear()
+        self._written = keep
         if self.persist and self.path.exists():
             fd = self._open_for_write()
             # Down then up again: the dropped entries become zeros, the file keeps its length.
@@ -150,15 +171,21 @@ class _IndexFile:
     def reset(self) -> None:
         """Drop every entry (recovery rebuilds the index from the log)."""
         self._loaded = True
-        self._cut_entries(0)
+        del self._keys[:]
+        del self._values[:]
+        self._pending.clear()
+        self._written = 0
         if self.persist:
-            self._open_for_write()
+            fd = self._open_for_write()
+            os.ftruncate(fd, 0)
+            os.ftruncate(fd, self.max_index_bytes)
 
     def trim(self) -> None:
         """Cut the file to exactly its entries (roll, close, after recovery)."""
         self._ensure_loaded()
         if not self.persist:
             return
+        self.sync()
         fd = self._open_for_write()
         os.ftruncate(fd, len(self._keys) * self.entry_bytes)
 
@@ -170,24 +197,28 @@ class _IndexFile:
             os.ftruncate(fd, self.max_index_bytes)
 
     def flush(self) -> None:
-        """fsync the file, if it was written."""
+        """Write pending entries and fsync the file, if it was written."""
+        self.sync()
         if self._fd is not None:
             os.fsync(self._fd)
 
     def close(self) -> None:
-        """Close the file handle (entries stay in memory for reads)."""
+        """Write pending entries and close the handle (entries stay in memory for reads)."""
+        self.sync()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
 
     def rename_to(self, path: Path) -> None:
         """Rename the file (when present) and keep using it under the new name."""
+        self.sync()
         if self.persist and self.path.exists():
             os.replace(self.path, path)
         self.path = path
 
     def delete_file(self) -> None:
         """Close and unlink the file (missing is fine)."""
+        self._pending.clear()
         self.close()
         if self.persist:
             self.path.unlink(missing_ok=True)
@@ -284,6 +315,7 @@ class OffsetIndexFile(_IndexFile):
 
     def sanity_check(self) -> None:
         """Kafka's check of the file on disk (spec §7.5); raises ``CorruptIndexError``."""
+        self.sync()
         if self.persist and self.path.exists():
             sanity_check_offset_index(self.path.read_bytes(), self.base_offset, path=str(self.path))
 
@@ -366,5 +398,6 @@ class TimeIndexFile(_IndexFile):
 
     def sanity_check(self) -> None:
         """Kafka's check of the file on disk (spec §8.6); raises ``CorruptIndexError``."""
+        self.sync()
         if self.persist and self.path.exists():
             sanity_check_time_index(self.path.read_bytes(), self.base_offset, path=str(self.path))
