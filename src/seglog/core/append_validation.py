@@ -26,7 +26,6 @@ that writes a wrong max harms only its own time lookups).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -37,7 +36,6 @@ from seglog.format.batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_FLAG_MASK,
     CRC_OFFSET,
-    HEADER_STRUCT,
     LOG_OVERHEAD,
     MAGIC_V2,
     MIN_BATCH_LENGTH,
@@ -55,23 +53,29 @@ _INT64 = struct.Struct(">q")
 _INT16 = struct.Struct(">h")
 _UINT32 = struct.Struct(">I")
 _OFFSET_AND_LENGTH_AND_EPOCH = struct.Struct(">qii")  # baseOffset, batchLength, leader epoch
+_PREFIX_BYTES = _OFFSET_AND_LENGTH_AND_EPOCH.size
+# The header fields the checks read (HEADER_STRUCT minus the skipped ones, as pad bytes):
+# batchLength, magic, crc, attributes, lastOffsetDelta, maxTimestamp, recordsCount.
+_CHECKED_FIELDS = struct.Struct(">8xi4xbIhi8xq14xi")
+assert _CHECKED_FIELDS.size == RECORD_BATCH_OVERHEAD
 
 
-class BatchSpan(NamedTuple):
-    """One batch of an append: its position inside the appended bytes, size, last offset and
-    max timestamp (after offset assignment)."""
+# One batch of an append: (position inside the appended bytes, size, last offset, max
+# timestamp), offsets as assigned. A plain tuple: the append path makes one per batch.
+BatchSpan = tuple[int, int, int, int]
 
-    position: int
+
+class ValidatedAppend(NamedTuple):
+    """A checked chunk with its offsets assigned, as the buffers to write in order.
+
+    Offset assignment never copies the chunk: each batch is written as a 16-byte header
+    prefix (new ``baseOffset``, ``batchLength``, leader epoch) followed by a view of the rest
+    of the caller's batch (``pwritev``). With ``LogAppendTime`` the batches are rewritten (new
+    attributes, max timestamp and CRC), so the chunk is copied once and written whole.
+    """
+
+    buffers: list[bytes | memoryview]
     size: int
-    last_offset: int
-    max_timestamp: int
-
-
-@dataclass(frozen=True, slots=True)
-class ValidatedAppend:
-    """A checked chunk, offsets assigned: ready to be written as it is."""
-
-    data: bytearray
     first_offset: int
     last_offset: int
     max_timestamp: int
@@ -105,23 +109,22 @@ def validate_append(
     ``crc32c`` call: no object per batch beyond its :class:`BatchSpan` (this is the append
     hot path; see BENCHMARKS.md).
     """
-    out = bytearray(data)
+    log_append = config.message_timestamp_type == "LogAppendTime"
+    out: bytes | bytearray | memoryview = bytearray(data) if log_append else data
     view = memoryview(out)
     total = len(out)
+    buffers: list[bytes | memoryview] = [view] if log_append else []
     next_offset = log_end_offset
     max_timestamp = -1
     spans: list[BatchSpan] = []
     records = 0
-    log_append = config.message_timestamp_type == "LogAppendTime"
     max_bytes = config.max_message_bytes
-    unpack = HEADER_STRUCT.unpack_from
+    unpack = _CHECKED_FIELDS.unpack_from
     position = 0
     while position < total:
         if total - position < RECORD_BATCH_OVERHEAD:
             raise _corrupt(where, position, f"torn batch: {total - position} bytes left")
-        (_, length, _, magic, crc, attributes, delta, _, batch_max, _, _, _, count) = unpack(
-            out, position
-        )
+        length, magic, crc, attributes, delta, batch_max, count = unpack(out, position)
         size = length + LOG_OVERHEAD
         if magic != MAGIC_V2:
             raise InvalidRecordError(
@@ -149,8 +152,11 @@ def validate_append(
                 f"{where}: batch at position {position} has {count} records but "
                 f"lastOffsetDelta {delta}"
             )
-        _OFFSET_AND_LENGTH_AND_EPOCH.pack_into(out, position, next_offset, length, LEADER_EPOCH)
-        if log_append:
+        if not log_append:
+            buffers.append(_OFFSET_AND_LENGTH_AND_EPOCH.pack(next_offset, length, LEADER_EPOCH))
+            buffers.append(view[position + _PREFIX_BYTES : end])
+        else:
+            _OFFSET_AND_LENGTH_AND_EPOCH.pack_into(out, position, next_offset, length, LEADER_EPOCH)
             batch = view[position:end]
             batch_max = now_ms
             _INT16.pack_into(batch, ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_MASK)
@@ -158,7 +164,7 @@ def validate_append(
             _UINT32.pack_into(batch, CRC_OFFSET, crc32c(batch[ATTRIBUTES_OFFSET:]))
         last = next_offset + delta
         max_timestamp = max(max_timestamp, batch_max)
-        spans.append(BatchSpan(position, size, last, batch_max))
+        spans.append((position, size, last, batch_max))
         next_offset = last + 1
         records += count
         position = end
@@ -166,12 +172,14 @@ def validate_append(
         raise InvalidRecordError(f"{where}: no batches to append")
     check_times = not log_append and has_timestamp_bounds(config)
     if config.is_compacted or check_times:
-        _validate_records(out, config, now_ms, check_times, where)
-    return ValidatedAppend(out, log_end_offset, next_offset - 1, max_timestamp, spans, records)
+        _validate_records(view, config, now_ms, check_times, where)
+    return ValidatedAppend(
+        buffers, total, log_end_offset, next_offset - 1, max_timestamp, spans, records
+    )
 
 
 def _validate_records(
-    data: bytearray, config: LogConfig, now_ms: int, check_times: bool, where: str
+    data: memoryview, config: LogConfig, now_ms: int, check_times: bool, where: str
 ) -> None:
     """Record-level checks (keys on a compacted topic, timestamp bounds) with the kernel."""
     columns = scan_columns(bytes(data), verify_crc=False)

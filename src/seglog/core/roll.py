@@ -23,6 +23,7 @@ from __future__ import annotations
 import enum
 import random
 from dataclasses import dataclass
+from typing import Protocol
 
 INT32_MAX = (1 << 31) - 1
 
@@ -36,9 +37,32 @@ class RollReason(enum.Enum):
     OFFSET_OVERFLOW = "relative offset overflow"
 
 
+class SegmentRollState(Protocol):
+    """What the roll decision reads of the active segment (a ``LogSegment`` provides it)."""
+
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def size_bytes(self) -> int: ...
+    @property
+    def rolling_based_timestamp(self) -> int: ...
+    @property
+    def created_ms(self) -> int: ...
+    @property
+    def offset_index_entries(self) -> int: ...
+    @property
+    def offset_index_max_entries(self) -> int: ...
+    @property
+    def time_index_entries(self) -> int: ...
+    @property
+    def time_index_max_entries(self) -> int: ...
+    @property
+    def roll_jitter_ms(self) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class ActiveSegmentState:
-    """What the roll decision needs to know about the active segment."""
+    """A plain :class:`SegmentRollState` (tests, tools)."""
 
     base_offset: int
     size_bytes: int
@@ -60,7 +84,7 @@ class PendingAppend:
     last_offset: int
 
 
-def time_waited_for_roll_ms(segment: ActiveSegmentState, append: PendingAppend, now_ms: int) -> int:
+def time_waited_for_roll_ms(segment: SegmentRollState, append: PendingAppend, now_ms: int) -> int:
     """How long the segment has been open, by record time when known, else by wall clock."""
     if segment.rolling_based_timestamp >= 0:
         return append.max_timestamp - segment.rolling_based_timestamp
@@ -68,7 +92,7 @@ def time_waited_for_roll_ms(segment: ActiveSegmentState, append: PendingAppend, 
 
 
 def roll_reason(
-    segment: ActiveSegmentState,
+    segment: SegmentRollState,
     append: PendingAppend,
     *,
     segment_bytes: int,

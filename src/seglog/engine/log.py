@@ -30,12 +30,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from seglog.clock import Clock
 from seglog.config import LogConfig
 from seglog.core.append_validation import LEADER_EPOCH, validate_append
 from seglog.core.roll import (
-    ActiveSegmentState,
     PendingAppend,
     RollReason,
     draw_roll_jitter_ms,
@@ -73,8 +73,7 @@ MAX_TIMESTAMP = -3
 EARLIEST_LOCAL_TIMESTAMP = -4
 
 
-@dataclass(frozen=True, slots=True)
-class LogAppendInfo:
+class LogAppendInfo(NamedTuple):
     """What one append did."""
 
     first_offset: int
@@ -141,6 +140,7 @@ class Log:
         self.load_report: LoadReport = loaded.report
         self._rng = rng or random.Random()
         self._flush_executor = flush_executor
+        self._append_where = f"append to {topic_partition}"  # error context, built once
         self._truncations = 0  # a background flush planned before a truncation is void
         self._lock = threading.RLock()
         self._segments: tuple[LogSegment, ...] = tuple(loaded.segments)
@@ -268,9 +268,9 @@ class Log:
                 config=self.config,
                 log_end_offset=self.log_end_offset,
                 now_ms=now_ms,
-                where=f"append to {self.topic_partition}",
+                where=self._append_where,
             )
-            size = len(checked.data)
+            size = checked.size
             if size > self.config.segment_bytes:
                 raise RecordTooLargeError(
                     f"append to {self.topic_partition} is {size} bytes, above segment.bytes "
@@ -279,7 +279,7 @@ class Log:
             rolled = self._maybe_roll(size, checked.max_timestamp, checked.last_offset, now_ms)
             if not self._epochs:
                 self._assign_epoch(checked.first_offset)
-            self.active_segment.append(checked.data, checked.spans)
+            self.active_segment.append(checked.buffers, size, checked.spans)
             self.log_end_offset = checked.last_offset + 1
             if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
                 self.flush()
@@ -367,20 +367,8 @@ class Log:
     def _maybe_roll(
         self, size: int, max_timestamp: int, last_offset: int, now_ms: int
     ) -> RollReason | None:
-        segment = self.active_segment
-        state = ActiveSegmentState(
-            base_offset=segment.base_offset,
-            size_bytes=segment.size,
-            rolling_based_timestamp=segment.rolling_based_timestamp,
-            created_ms=segment.created_ms,
-            offset_index_entries=segment.offset_index.entries,
-            offset_index_max_entries=segment.offset_index.max_entries,
-            time_index_entries=segment.time_index.entries,
-            time_index_max_entries=segment.time_index.max_entries,
-            roll_jitter_ms=segment.roll_jitter_ms,
-        )
         reason = roll_reason(
-            state,
+            self.active_segment,
             PendingAppend(size, max_timestamp, last_offset),
             segment_bytes=self.config.segment_bytes,
             max_segment_ms=self.config.max_segment_ms,

@@ -119,7 +119,8 @@ class _IndexFile:
     @property
     def entries(self) -> int:
         """Number of entries."""
-        self._ensure_loaded()
+        if not self._loaded:
+            self._ensure_loaded()
         return len(self._keys)
 
     @property
@@ -134,11 +135,6 @@ class _IndexFile:
             if os.fstat(self._fd).st_size < self.max_index_bytes:
                 os.ftruncate(self._fd, self.max_index_bytes)
         return self._fd
-
-    def _write_entry(self, slot: int, packed: bytes) -> None:
-        if self.persist:
-            assert slot == self._written + len(self._pending)
-            self._pending.append(packed)
 
     def sync(self) -> None:
         """Write entries appended since the last sync to the file (one ``pwrite``)."""
@@ -273,21 +269,25 @@ class OffsetIndexFile(_IndexFile):
 
     def append(self, offset: int, position: int) -> None:
         """Add an entry; the offset must be above the last entry's (Kafka's rule)."""
-        self._ensure_loaded()
-        if self.is_full:
+        if not self._loaded:
+            self._ensure_loaded()
+        keys, values = self._keys, self._values
+        count = len(keys)
+        if count >= self.max_index_bytes // OFFSET_INDEX_ENTRY_BYTES:
             raise self._corrupt(f"cannot append offset {offset}: the index is full")
         relative = offset - self.base_offset
         if not 0 <= relative <= INT32_MAX:
             raise self._corrupt(f"offset {offset} is not within int32 of base {self.base_offset}")
-        if self._keys and relative <= self._keys[-1]:
+        if count and relative <= keys[-1]:
             raise self._corrupt(
-                f"offset {offset} is not above the last entry's {self.base_offset + self._keys[-1]}"
+                f"offset {offset} is not above the last entry's {self.base_offset + keys[-1]}"
             )
-        if self._values and position < self._values[-1]:
-            raise self._corrupt(f"position {position} is below the last entry's {self._values[-1]}")
-        self._write_entry(len(self._keys), _OFFSET_ENTRY.pack(relative, position))
-        self._keys.append(relative)
-        self._values.append(position)
+        if count and position < values[-1]:
+            raise self._corrupt(f"position {position} is below the last entry's {values[-1]}")
+        if self.persist:
+            self._pending.append(_OFFSET_ENTRY.pack(relative, position))
+        keys.append(relative)
+        values.append(position)
 
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the largest entry <= ``offset``; (base, 0) if none (spec §7.3)."""
@@ -356,24 +356,34 @@ class TimeIndexFile(_IndexFile):
         Returns whether an entry was written. ``skip_full_check`` lets the roll's final
         entry use the reserved last slot.
         """
-        self._ensure_loaded()
-        if not skip_full_check and self.is_full:
+        if not self._loaded:
+            self._ensure_loaded()
+        keys, values = self._keys, self._values
+        count = len(keys)
+        max_entries = self.max_index_bytes // TIME_INDEX_ENTRY_BYTES
+        if not skip_full_check and count >= max_entries - 1:
             raise self._corrupt(f"cannot append timestamp {timestamp}: the time index is full")
-        last_ts, last_offset = self.last_entry()
-        if self._keys and offset < last_offset:
-            raise self._corrupt(f"offset {offset} is below the last entry's {last_offset}")
-        if self._keys and timestamp < last_ts:
-            raise self._corrupt(f"timestamp {timestamp} is below the last entry's {last_ts}")
-        if timestamp <= last_ts:
-            return False
-        if len(self._keys) >= self.max_entries:
-            raise self._corrupt("the time index has no slot left, not even the reserved one")
         relative = offset - self.base_offset
+        if count:
+            last_ts = keys[-1]
+            if relative < values[-1]:
+                raise self._corrupt(
+                    f"offset {offset} is below the last entry's {self.base_offset + values[-1]}"
+                )
+            if timestamp < last_ts:
+                raise self._corrupt(f"timestamp {timestamp} is below the last entry's {last_ts}")
+            if timestamp == last_ts:
+                return False
+        elif timestamp <= NO_TIMESTAMP:
+            return False
+        if count >= max_entries:
+            raise self._corrupt("the time index has no slot left, not even the reserved one")
         if not 0 <= relative <= INT32_MAX:
             raise self._corrupt(f"offset {offset} is not within int32 of base {self.base_offset}")
-        self._write_entry(len(self._keys), _TIME_ENTRY.pack(timestamp, relative))
-        self._keys.append(timestamp)
-        self._values.append(relative)
+        if self.persist:
+            self._pending.append(_TIME_ENTRY.pack(timestamp, relative))
+        keys.append(timestamp)
+        values.append(relative)
         return True
 
     def lookup(self, timestamp: int) -> tuple[int, int]:

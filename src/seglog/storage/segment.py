@@ -45,6 +45,7 @@ from seglog.storage.index_file import NO_TIMESTAMP, OffsetIndexFile, TimeIndexFi
 
 INT32_MAX = (1 << 31) - 1
 SCAN_CHUNK_BYTES = 64 * 1024
+_IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") else 1024
 
 # bytes 0-11: offset, size; byte 16: magic; byte 23: v2 lastOffsetDelta
 _OFFSET_SIZE = struct.Struct(">qi")
@@ -91,6 +92,26 @@ class SegmentRecovery:
     batches: int
     next_offset: int | None  # offset after the last valid batch, None when empty
     end_reason: str
+
+
+def _write_all(
+    fd: int, buffers: Sequence[bytes | bytearray | memoryview], size: int, position: int
+) -> None:
+    """``pwritev`` every buffer at ``position``, in groups of at most ``IOV_MAX``; a short
+    write is finished with plain writes, so no gap is ever left."""
+    written = 0
+    for start in range(0, len(buffers), _IOV_MAX):
+        group = buffers[start : start + _IOV_MAX]
+        at = position + written
+        expected = sum(len(b) for b in group)
+        done = os.pwritev(fd, group, at)
+        if done < expected:
+            rest = memoryview(b"".join(group))
+            while done < expected:
+                done += os.pwrite(fd, rest[done:], at + done)
+        written += expected
+    if written != size:
+        raise InvalidRecordError(f"wrote {written} bytes where {size} were expected")
 
 
 def segment_path(directory: Path, base_offset: int, suffix: str) -> Path:
@@ -158,6 +179,32 @@ class LogSegment:
     def __repr__(self) -> str:
         return f"LogSegment(base_offset={self.base_offset}, size={self.size}, path={self.log_path})"
 
+    # --- what the roll decision reads (seglog.core.roll.SegmentRollState) ------------------
+    @property
+    def size_bytes(self) -> int:
+        """Bytes in the ``.log``."""
+        return self.size
+
+    @property
+    def offset_index_entries(self) -> int:
+        """Entries in the offset index."""
+        return self.offset_index.entries
+
+    @property
+    def offset_index_max_entries(self) -> int:
+        """Entries the offset index can hold."""
+        return self.offset_index.max_entries
+
+    @property
+    def time_index_entries(self) -> int:
+        """Entries in the time index."""
+        return self.time_index.entries
+
+    @property
+    def time_index_max_entries(self) -> int:
+        """Entries the time index can hold."""
+        return self.time_index.max_entries
+
     # --- timestamps ------------------------------------------------------------------------
     def _ensure_max_timestamp(self) -> None:
         if self._max_timestamp is None:
@@ -199,13 +246,15 @@ class LogSegment:
     # --- append ----------------------------------------------------------------------------
     def append(
         self,
-        data: bytes | bytearray | memoryview,
+        buffers: Sequence[bytes | bytearray | memoryview],
+        size: int,
         batches: Sequence[BatchSpan],
     ) -> None:
-        """Write whole batches at the end with one write, then index them (spec §5.1).
+        """Write whole batches at the end, then index them (spec §5.1).
 
-        ``batches`` describes each batch of ``data`` in order. Kafka's rule is applied as if
-        each batch were its own append: a batch that starts more than
+        ``buffers`` (``size`` bytes in all) are written in order with ``pwritev``; ``batches``
+        describes each batch of them, positions relative to the first byte. Kafka's rule is
+        applied as if each batch were its own append: a batch that starts more than
         ``index.interval.bytes`` after the last entry's gets an offset entry (its last
         offset -> its position) and a time entry (the running max). Kafka applies the rule
         per produce request instead, which maps a multi-batch request's last offset to its
@@ -219,35 +268,38 @@ class LogSegment:
         if not batches:
             return
         position = self.size
-        last_offset = batches[-1].last_offset
+        last_offset = batches[-1][2]
         if not 0 <= last_offset - self.base_offset <= INT32_MAX:
             raise InvalidRecordError(
                 f"offset {last_offset} cannot be stored relative to base offset "
                 f"{self.base_offset} in {self.log_path}"
             )
-        if position + len(data) > INT32_MAX:
+        if position + size > INT32_MAX:
             raise InvalidRecordError(f"segment {self.log_path} would pass 2 GiB")
         if position == 0:
-            self._rolling_based_timestamp = max(b.max_timestamp for b in batches)
-        written = os.pwrite(self._fd, data, position)
-        while written < len(data):  # pwrite may write less; never leave a gap
-            written += os.pwrite(self._fd, memoryview(data)[written:], position + written)
-        self.size = position + len(data)
+            self._rolling_based_timestamp = max(b[3] for b in batches)
+        _write_all(self._fd, buffers, size, position)
+        self.size = position + size
         self._ensure_max_timestamp()
-        assert self._max_timestamp is not None
-        for batch in batches:
-            if batch.max_timestamp > self._max_timestamp:
-                self._max_timestamp = batch.max_timestamp
-                self._shallow_offset_of_max_timestamp = batch.last_offset
-            if self._bytes_since_last_index_entry > self.index_interval_bytes:
-                if not self.offset_index.is_full:
-                    self.offset_index.append(batch.last_offset, position + batch.position)
-                if not self.time_index.is_full:
-                    self.time_index.maybe_append(
-                        self._max_timestamp, self._shallow_offset_of_max_timestamp
-                    )
-                self._bytes_since_last_index_entry = 0
-            self._bytes_since_last_index_entry += batch.size
+        max_timestamp = self._max_timestamp
+        assert max_timestamp is not None
+        shallow = self._shallow_offset_of_max_timestamp
+        since_entry = self._bytes_since_last_index_entry
+        interval = self.index_interval_bytes
+        offset_index, time_index = self.offset_index, self.time_index
+        for batch_position, batch_size, batch_last_offset, batch_max in batches:
+            if batch_max > max_timestamp:
+                max_timestamp, shallow = batch_max, batch_last_offset
+            if since_entry > interval:
+                if not offset_index.is_full:
+                    offset_index.append(batch_last_offset, position + batch_position)
+                if not time_index.is_full:
+                    time_index.maybe_append(max_timestamp, shallow)
+                since_entry = 0
+            since_entry += batch_size
+        self._max_timestamp = max_timestamp
+        self._shallow_offset_of_max_timestamp = shallow
+        self._bytes_since_last_index_entry = since_entry
 
     # --- reading ---------------------------------------------------------------------------
     def read_at(self, position: int, length: int) -> bytes:
