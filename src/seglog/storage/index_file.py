@@ -289,6 +289,31 @@ class OffsetIndexFile(_IndexFile):
         keys.append(relative)
         values.append(position)
 
+    def extend(self, offsets: list[int], positions: list[int]) -> None:
+        """Append many entries at once (one pack); the same rules as :meth:`append`, checked
+        on the whole run: offsets strictly increasing, positions non-decreasing, room left."""
+        if not self._loaded:
+            self._ensure_loaded()
+        keys, values = self._keys, self._values
+        relative = [offset - self.base_offset for offset in offsets]
+        previous_key = keys[-1] if keys else -1
+        previous_position = values[-1] if values else 0
+        if len(keys) + len(relative) > self.max_entries:
+            raise self._corrupt(f"cannot append {len(relative)} entries: the index would overflow")
+        for key, position in zip(relative, positions, strict=True):
+            if key <= previous_key or position < previous_position or key > INT32_MAX:
+                raise self._corrupt(
+                    f"entry (offset {key + self.base_offset}, position {position}) does not "
+                    f"follow (offset {previous_key + self.base_offset}, position "
+                    f"{previous_position})"
+                )
+            previous_key, previous_position = key, position
+        if self.persist:
+            interleaved = [v for pair in zip(relative, positions, strict=True) for v in pair]
+            self._pending.append(struct.pack(f">{len(interleaved)}i", *interleaved))
+        keys.extend(relative)
+        values.extend(positions)
+
     def lookup(self, offset: int) -> tuple[int, int]:
         """(offset, position) of the largest entry <= ``offset``; (base, 0) if none (spec §7.3)."""
         slot = self._floor_slot(offset - self.base_offset)
@@ -385,6 +410,32 @@ class TimeIndexFile(_IndexFile):
         keys.append(timestamp)
         values.append(relative)
         return True
+
+    def extend(self, timestamps: list[int], offsets: list[int]) -> None:
+        """Append many entries at once (one pack). Every timestamp must be above the previous
+        entry's (callers pass only growing ones) and offsets must not decrease; the reserved
+        last slot stays free."""
+        if not self._loaded:
+            self._ensure_loaded()
+        keys, values = self._keys, self._values
+        relative = [offset - self.base_offset for offset in offsets]
+        previous_ts = keys[-1] if keys else NO_TIMESTAMP
+        previous_key = values[-1] if values else 0
+        if len(keys) + len(relative) > self.max_entries - 1:
+            raise self._corrupt(f"cannot append {len(relative)} entries: the index would overflow")
+        for timestamp, key in zip(timestamps, relative, strict=True):
+            if timestamp <= previous_ts or key < previous_key or not 0 <= key <= INT32_MAX:
+                raise self._corrupt(
+                    f"entry (timestamp {timestamp}, offset {key + self.base_offset}) does not "
+                    f"follow (timestamp {previous_ts}, offset {previous_key + self.base_offset})"
+                )
+            previous_ts, previous_key = timestamp, key
+        if self.persist:
+            self._pending.extend(
+                _TIME_ENTRY.pack(ts, key) for ts, key in zip(timestamps, relative, strict=True)
+            )
+        keys.extend(timestamps)
+        values.extend(relative)
 
     def lookup(self, timestamp: int) -> tuple[int, int]:
         """(timestamp, offset) of the largest entry <= ``timestamp``; (-1, base) if none."""

@@ -45,6 +45,7 @@ from seglog.storage.index_file import NO_TIMESTAMP, OffsetIndexFile, TimeIndexFi
 
 INT32_MAX = (1 << 31) - 1
 SCAN_CHUNK_BYTES = 64 * 1024
+LOOKUP_CHUNK_BYTES = 16 * 1024  # a lookup scans about index.interval.bytes past its entry
 _IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") else 1024
 
 # bytes 0-11: offset, size; byte 16: magic; byte 23: v2 lastOffsetDelta
@@ -287,16 +288,30 @@ class LogSegment:
         since_entry = self._bytes_since_last_index_entry
         interval = self.index_interval_bytes
         offset_index, time_index = self.offset_index, self.time_index
+        offset_room = offset_index.max_entries - offset_index.entries
+        time_room = time_index.max_entries - 1 - time_index.entries  # last slot reserved
+        last_indexed_timestamp = time_index.last_entry()[0]
+        entry_offsets: list[int] = []
+        entry_positions: list[int] = []
+        entry_timestamps: list[int] = []
+        entry_time_offsets: list[int] = []
         for batch_position, batch_size, batch_last_offset, batch_max in batches:
             if batch_max > max_timestamp:
                 max_timestamp, shallow = batch_max, batch_last_offset
             if since_entry > interval:
-                if not offset_index.is_full:
-                    offset_index.append(batch_last_offset, position + batch_position)
-                if not time_index.is_full:
-                    time_index.maybe_append(max_timestamp, shallow)
+                if len(entry_offsets) < offset_room:
+                    entry_offsets.append(batch_last_offset)
+                    entry_positions.append(position + batch_position)
+                if max_timestamp > last_indexed_timestamp and len(entry_timestamps) < time_room:
+                    entry_timestamps.append(max_timestamp)
+                    entry_time_offsets.append(shallow)
+                    last_indexed_timestamp = max_timestamp
                 since_entry = 0
             since_entry += batch_size
+        if entry_offsets:
+            offset_index.extend(entry_offsets, entry_positions)
+        if entry_timestamps:
+            time_index.extend(entry_timestamps, entry_time_offsets)
         self._max_timestamp = max_timestamp
         self._shallow_offset_of_max_timestamp = shallow
         self._bytes_since_last_index_entry = since_entry
@@ -341,7 +356,7 @@ class LogSegment:
         position = max(position, start_position)
         size = self.size
         while position < size:
-            peek = self.read_at(position, SCAN_CHUNK_BYTES)
+            peek = self.read_at(position, min(LOOKUP_CHUNK_BYTES, size - position))
             at = 0
             while at + _HEADER_PEEK_BYTES <= len(peek):
                 entry_offset, entry_size = _OFFSET_SIZE.unpack_from(peek, at)
