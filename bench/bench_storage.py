@@ -1198,7 +1198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             append_rows, summary = bench_append(
                 source,
                 int(args.size_mb * MB),
-                (1, 4),
+                (1, 4, 16, 64),  # 64 x 16 KiB = max.request.size
                 (GIB, alt_segment),
                 workdir,
                 args.repeat,

@@ -43,7 +43,7 @@ from seglog.format.batch import (
     TIMESTAMP_TYPE_MASK,
 )
 from seglog.format.columnar import scan_columns
-from seglog.format.crc import crc32c
+from seglog.format.crc import crc32c_fast as crc32c
 
 LEADER_EPOCH = 0  # a single node is always the leader of epoch 0
 INT64_MAX = (1 << 63) - 1

@@ -431,9 +431,8 @@ class TimeIndexFile(_IndexFile):
                 )
             previous_ts, previous_key = timestamp, key
         if self.persist:
-            self._pending.extend(
-                _TIME_ENTRY.pack(ts, key) for ts, key in zip(timestamps, relative, strict=True)
-            )
+            interleaved = [v for pair in zip(timestamps, relative, strict=True) for v in pair]
+            self._pending.append(struct.pack(">" + "qi" * len(relative), *interleaved))
         keys.extend(timestamps)
         values.extend(relative)
 
