@@ -115,3 +115,23 @@ def test_memory_only_index_never_touches_the_file(tmp_path: Path) -> None:
     index.resize_to_max()
     assert not path.exists()
     assert index.lookup(5) == (3, 0)
+
+
+def test_bulk_and_single_entries_reach_the_file_in_order(tmp_path: Path) -> None:
+    offsets = OffsetIndexFile(tmp_path / "0.index", 0, segment_index_bytes=800)
+    offsets.extend([3, 7], [0, 100])
+    offsets.append(9, 150)
+    offsets.extend([12], [200])
+    offsets.truncate_to(12)  # drops a pending entry only
+    offsets.sync()
+    assert (tmp_path / "0.index").read_bytes()[:24] == struct.pack(">6i", 3, 0, 7, 100, 9, 150)
+    times = TimeIndexFile(tmp_path / "0.timeindex", 0, segment_index_bytes=120)
+    times.extend([10, 20], [3, 7])
+    times.maybe_append(30, 9)
+    times.extend([40], [12])
+    times.trim()
+    assert (tmp_path / "0.timeindex").read_bytes() == struct.pack(
+        ">qiqiqiqi", 10, 3, 20, 7, 30, 9, 40, 12
+    )
+    with pytest.raises(CorruptIndexError):
+        times.extend([40], [13])  # not growing

@@ -37,7 +37,7 @@ def test_quick_run_checks_answers_and_reuses_cached_logs(
     assert bench_storage.RAW_WRITE in contenders
     assert bench_storage.FULL_RECOVERY in contenders
     assert all(row["wall_s"] and row["cpu_s"] for row in payload["rows"])
-    assert len(payload["append"]["results"]) == 4  # 2 chunk sizes x 2 segment sizes
+    assert len(payload["append"]["results"]) == 8  # 4 chunk sizes x 2 segment sizes
 
     lookup = payload["lookup"]
     assert {log["segments"] for log in lookup["logs"].values()} == {1, 4}

@@ -91,7 +91,7 @@ class _IndexFile:
         self._keys: array[int] = array("q")
         self._values: array[int] = array("q")
         self._written = 0  # entries already in the file
-        self._pending: list[bytes] = []  # packed entries from slot ``_written`` on
+        self._pending = bytearray()  # packed entries from slot ``_written`` on
 
     # --- loading --------------------------------------------------------------------------
     def _ensure_loaded(self) -> None:
@@ -139,16 +139,16 @@ class _IndexFile:
     def sync(self) -> None:
         """Write entries appended since the last sync to the file (one ``pwrite``)."""
         if self._pending:
-            data = b"".join(self._pending)
+            data = bytes(self._pending)
             os.pwrite(self._open_for_write(), data, self._written * self.entry_bytes)
-            self._written += len(self._pending)
+            self._written += len(self._pending) // self.entry_bytes
             self._pending.clear()
 
     def _cut_entries(self, keep: int) -> None:
         del self._keys[keep:]
         del self._values[keep:]
         if keep >= self._written:
-            del self._pending[keep - self._written :]
+            del self._pending[(keep - self._written) * self.entry_bytes :]
             return
         self._pending.clear()
         self._written = keep
@@ -285,7 +285,7 @@ class OffsetIndexFile(_IndexFile):
         if count and position < values[-1]:
             raise self._corrupt(f"position {position} is below the last entry's {values[-1]}")
         if self.persist:
-            self._pending.append(_OFFSET_ENTRY.pack(relative, position))
+            self._pending += _OFFSET_ENTRY.pack(relative, position)
         keys.append(relative)
         values.append(position)
 
@@ -310,7 +310,7 @@ class OffsetIndexFile(_IndexFile):
             previous_key, previous_position = key, position
         if self.persist:
             interleaved = [v for pair in zip(relative, positions, strict=True) for v in pair]
-            self._pending.append(struct.pack(f">{len(interleaved)}i", *interleaved))
+            self._pending += struct.pack(f">{len(interleaved)}i", *interleaved)
         keys.extend(relative)
         values.extend(positions)
 
@@ -406,7 +406,7 @@ class TimeIndexFile(_IndexFile):
         if not 0 <= relative <= INT32_MAX:
             raise self._corrupt(f"offset {offset} is not within int32 of base {self.base_offset}")
         if self.persist:
-            self._pending.append(_TIME_ENTRY.pack(timestamp, relative))
+            self._pending += _TIME_ENTRY.pack(timestamp, relative)
         keys.append(timestamp)
         values.append(relative)
         return True
@@ -432,7 +432,7 @@ class TimeIndexFile(_IndexFile):
             previous_ts, previous_key = timestamp, key
         if self.persist:
             interleaved = [v for pair in zip(timestamps, relative, strict=True) for v in pair]
-            self._pending.append(struct.pack(">" + "qi" * len(relative), *interleaved))
+            self._pending += struct.pack(">" + "qi" * len(relative), *interleaved)
         keys.extend(timestamps)
         values.extend(relative)
 
