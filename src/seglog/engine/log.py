@@ -26,7 +26,7 @@ import bisect
 import itertools
 import random
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +35,7 @@ from typing import NamedTuple
 from seglog.clock import Clock
 from seglog.config import LogConfig
 from seglog.core.append_validation import LEADER_EPOCH, validate_append
+from seglog.core.retention import RetentionPlan, RetentionSettings, SegmentFacts, plan_retention
 from seglog.core.roll import (
     PendingAppend,
     RollReason,
@@ -43,6 +44,7 @@ from seglog.core.roll import (
 )
 from seglog.errors import (
     CorruptRecordError,
+    InvalidConfigError,
     InvalidRecordError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
@@ -117,6 +119,11 @@ class ConsumedRecord:
     headers: tuple[Header, ...]
 
 
+def _delete_now(segment: LogSegment) -> None:
+    """The default file deleter: unlink at once (a Log without a LogManager)."""
+    segment.delete_files()
+
+
 class Log:
     """A partition log; see the module docstring. Create with :meth:`open`."""
 
@@ -131,6 +138,7 @@ class Log:
         writable: bool,
         rng: random.Random | None = None,
         flush_executor: Executor | None = None,
+        file_deleter: Callable[[LogSegment], None] | None = None,
     ) -> None:
         self.directory = directory
         self.topic_partition = topic_partition
@@ -140,6 +148,9 @@ class Log:
         self.load_report: LoadReport = loaded.report
         self._rng = rng or random.Random()
         self._flush_executor = flush_executor
+        # Physically removes a segment whose files were renamed ``.deleted``; the LogManager
+        # schedules it after file.delete.delay.ms. Without one it happens at once.
+        self._file_deleter = file_deleter or _delete_now
         self._append_where = f"append to {topic_partition}"  # error context, built once
         self._truncations = 0  # a background flush planned before a truncation is void
         self._lock = threading.RLock()
@@ -167,6 +178,7 @@ class Log:
         had_clean_shutdown: bool = False,
         writable: bool = True,
         flush_executor: Executor | None = None,
+        file_deleter: Callable[[LogSegment], None] | None = None,
     ) -> Log:
         """Open (creating when writable) a partition directory and load it (spec §12).
 
@@ -194,6 +206,7 @@ class Log:
             clock=clock,
             writable=writable,
             flush_executor=flush_executor,
+            file_deleter=file_deleter,
         )
 
     def __repr__(self) -> str:
@@ -626,6 +639,97 @@ class Log:
         """Two-step delete (spec §11.1): rename to ``.deleted``, then unlink."""
         segment.change_file_suffix(DELETED_SUFFIX)
         segment.delete_files()
+
+    # --- retention (spec §14) ----------------------------------------------------------------
+    def retention_settings(self) -> RetentionSettings:
+        """The retention configs of this log."""
+        return RetentionSettings(
+            retention_ms=self.config.retention_ms,
+            retention_bytes=self.config.retention_bytes,
+            has_delete_policy=self.config.has_delete,
+        )
+
+    def plan_retention(self, now_ms: int | None = None) -> RetentionPlan:
+        """What retention would delete now (nothing is changed)."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        segments = self._segments
+        facts = [
+            SegmentFacts(
+                s.base_offset, s.size, s.largest_timestamp(), is_active=i == len(segments) - 1
+            )
+            for i, s in enumerate(segments)
+        ]
+        return plan_retention(
+            facts,
+            self.retention_settings(),
+            log_start_offset=self.log_start_offset,
+            log_end_offset=self.log_end_offset,
+            high_watermark=self.high_watermark,
+            now_ms=now,
+        )
+
+    def apply_retention(self, now_ms: int | None = None) -> RetentionPlan:
+        """Delete what :meth:`plan_retention` says, Kafka's way; returns the plan carried out.
+
+        Steps (a crash at any step leaves a log that opens with nothing half-deleted
+        readable): 1. roll when every segment goes (a log keeps an active segment);
+        2. raise the log start offset to the first surviving segment; 3. take the segments
+        out of the list, so no new read finds them; 4. rename each one's files ``.deleted``
+        (startup removes ``.deleted`` files, and an index left without its ``.log``);
+        5. the file deleter unlinks them later (after ``file.delete.delay.ms`` under a
+        LogManager), so a read that already holds a segment finishes.
+        """
+        with self._lock:
+            self._check_writable()
+            plan = self.plan_retention(now_ms)
+            if plan.is_empty:
+                return plan
+            if plan.needs_roll:
+                self.roll()
+            doomed = {d.base_offset for d in plan.deletions}
+            victims = [s for s in self._segments if s.base_offset in doomed]
+            survivors = tuple(s for s in self._segments if s.base_offset not in doomed)
+            assert survivors and survivors[0].base_offset > victims[-1].base_offset
+            assert plan.new_log_start_offset is not None
+            self._raise_log_start_offset(plan.new_log_start_offset)
+            self._publish(survivors)
+            for segment in victims:
+                segment.change_file_suffix(DELETED_SUFFIX)
+            fsync_directory(self.directory)
+            for segment in victims:
+                self._file_deleter(segment)
+            return plan
+
+    def delete_records(self, offset: int) -> int:
+        """Kafka's DeleteRecords: move the log start offset up to ``offset`` (-1 = the high
+        watermark); records below it can no longer be read, and retention removes the whole
+        segments below it. Returns the new log start offset (spec §14.4)."""
+        with self._lock:
+            self._check_writable()
+            if not self.config.has_delete:
+                raise InvalidConfigError(
+                    f"delete-records on {self.topic_partition} needs cleanup.policy with "
+                    f"delete (it is {','.join(self.config.cleanup_policy)})"
+                )
+            target = self.high_watermark if offset == -1 else offset
+            if not 0 <= target <= self.high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"delete-records offset {offset} on {self.topic_partition} is outside "
+                    f"[0, {self.high_watermark}] (the high watermark)"
+                )
+            self._raise_log_start_offset(target)
+            return self.log_start_offset
+
+    def _raise_log_start_offset(self, offset: int) -> None:
+        """Move the log start offset forward (never back); the epoch cache follows."""
+        if offset <= self.log_start_offset:
+            return
+        self.log_start_offset = offset
+        if self._epochs and self._epochs[0].start_offset < offset:
+            kept = [e for e in self._epochs if e.start_offset > offset]
+            last_dropped = [e for e in self._epochs if e.start_offset <= offset][-1]
+            self._epochs = [EpochEntry(last_dropped.epoch, offset), *kept]
+            write_file_atomically(self._epoch_path(), encode_leader_epoch_checkpoint(self._epochs))
 
     # --- close ---------------------------------------------------------------------------------
     def close(self) -> None:

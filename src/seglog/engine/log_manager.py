@@ -39,9 +39,16 @@ from pathlib import Path
 
 from seglog.clock import Clock, SystemClock
 from seglog.config import BrokerConfig, LogConfig
+from seglog.core.retention import RetentionPlan
 from seglog.engine.log import Log
 from seglog.engine.scheduler import Scheduler
-from seglog.errors import InvalidConfigError, InvalidTopicError, TopicExistsError, UnknownTopicError
+from seglog.errors import (
+    InvalidConfigError,
+    InvalidTopicError,
+    OffsetOutOfRangeError,
+    TopicExistsError,
+    UnknownTopicError,
+)
 from seglog.format.checkpoint import (
     MetaProperties,
     encode_partition_metadata,
@@ -69,8 +76,17 @@ from seglog.storage.log_dir import (
     TopicMetadata,
     TopicsFile,
 )
+from seglog.storage.segment import LogSegment
 
 PARTITION_METADATA = "partition.metadata"
+
+
+def _topic_partition_of(directory: Path) -> tuple[str, int]:
+    """(topic, partition) of a live partition directory name."""
+    parsed = parse_partition_dir_name(directory.name)
+    return (parsed.topic, parsed.partition) if parsed else ("", -1)
+
+
 KRAFT_METADATA_TOPIC = "__cluster_metadata"
 MAX_PARTITIONS_PER_TOPIC = 100_000
 LONG_MAX = (1 << 63) - 1
@@ -253,6 +269,7 @@ class LogManager:
                 had_clean_shutdown=root.had_clean_shutdown,
                 writable=not self.read_only,
                 flush_executor=self._flush_executor,
+                file_deleter=self._schedule_file_deletion,
             )
             self._logs[tp] = log
             self._log_root[tp] = index
@@ -278,6 +295,7 @@ class LogManager:
     def _schedule_tasks(self) -> None:
         broker = self.broker
         tasks = (
+            ("kafka-log-retention", self.run_retention, broker.log_retention_check_interval_ms),
             ("kafka-log-flusher", self.flush_due_logs, broker.log_flush_scheduler_interval_ms),
             (
                 "kafka-recovery-point-checkpoint",
@@ -365,6 +383,7 @@ class LogManager:
             clock=self.clock,
             had_clean_shutdown=False,
             flush_executor=self._flush_executor,
+            file_deleter=self._schedule_file_deletion,
         )
         self._logs[tp] = log
         self._log_root[tp] = index
@@ -530,6 +549,50 @@ class LogManager:
                 }
             )
         return {"version": 1, "brokers": [{"broker": self.broker.node_id, "logDirs": log_dirs}]}
+
+    # --- retention --------------------------------------------------------------------------
+    def _schedule_file_deletion(self, segment: LogSegment) -> None:
+        """Unlink a ``.deleted`` segment after its topic's ``file.delete.delay.ms``."""
+        log = self._logs.get(TopicPartition(*_topic_partition_of(segment.directory)))
+        delay = (log.config if log else self.broker.log_defaults).file_delete_delay_ms
+        self.scheduler.schedule(
+            f"delete-file {segment.log_path.name}", segment.delete_files, delay_ms=delay
+        )
+
+    def run_retention(self, *, dry_run: bool = False) -> list[tuple[TopicPartition, RetentionPlan]]:
+        """Retention over every log (the scheduler's ``kafka-log-retention`` task); returns
+        what was deleted per partition (``dry_run``: what would be, changing nothing).
+
+        Kafka runs this task only for logs without ``compact`` and leaves compacted logs to
+        the cleaner; seglog runs it for every log, so a ``compact`` log still loses segments
+        below its log start offset and a ``compact,delete`` log gets its size and time rules.
+        """
+        results: list[tuple[TopicPartition, RetentionPlan]] = []
+        for tp, log in sorted(self._logs.items()):
+            plan = log.plan_retention() if dry_run or self.read_only else log.apply_retention()
+            if not plan.is_empty:
+                results.append((tp, plan))
+        if results and not dry_run and not self.read_only:
+            self.checkpoint_log_start_offsets()
+        return results
+
+    def delete_records(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """DeleteRecords for several partitions (offset -1 = high watermark); returns each new
+        log start offset. Every partition is checked before any is changed."""
+        self._check_writable()
+        logs = {tp: self.get_log(tp.topic, tp.partition) for tp in offsets}
+        for tp, log in logs.items():
+            if not log.config.has_delete:
+                raise InvalidConfigError(f"delete-records on {tp} needs cleanup.policy with delete")
+            offset = offsets[tp]
+            if offset != -1 and not 0 <= offset <= log.high_watermark:
+                raise OffsetOutOfRangeError(
+                    f"delete-records offset {offset} on {tp} is outside [0, "
+                    f"{log.high_watermark}] (the high watermark)"
+                )
+        result = {tp: log.delete_records(offsets[tp]) for tp, log in logs.items()}
+        self.checkpoint_log_start_offsets()
+        return result
 
     # --- flush and checkpoints --------------------------------------------------------------------
     def flush_due_logs(self) -> None:

@@ -33,7 +33,7 @@ class _Task:
     due_ms: int
     sequence: int
     name: str = field(compare=False)
-    action: Callable[[], None] = field(compare=False)
+    action: Callable[[], object] = field(compare=False)
     period_ms: int | None = field(compare=False, default=None)
     cancelled: bool = field(compare=False, default=False)
 
@@ -54,7 +54,7 @@ class Scheduler:
     def schedule(
         self,
         name: str,
-        action: Callable[[], None],
+        action: Callable[[], object],
         *,
         delay_ms: int = 0,
         period_ms: int | None = None,
