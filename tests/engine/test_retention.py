@@ -136,7 +136,7 @@ def test_delete_records_moves_the_start_and_retention_follows(tmp_path: Path) ->
 def test_delete_records_needs_the_delete_policy(tmp_path: Path) -> None:
     clock = ManualClock(T0)
     log = one_per_segment(tmp_path, clock, [T0], cleanup_policy=("compact",))
-    with pytest.raises(InvalidConfigError, match="cleanup.policy"):
+    with pytest.raises(InvalidConfigError, match=r"cleanup\.policy"):
         log.delete_records(0)
 
 
