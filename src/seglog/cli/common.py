@@ -70,7 +70,7 @@ _DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 def add_global_options(parser: argparse.ArgumentParser) -> None:
     """The global options on the top-level parser (before the command)."""
-    group = parser.add_argument_group("log directories (for topics, produce, consume, log-dirs)")
+    group = parser.add_argument_group("log directories (for every command that opens them)")
     group.add_argument(
         "--data-dir",
         dest="data_dirs",

@@ -27,7 +27,16 @@ from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from seglog import __version__
-from seglog.cli import consume, demo, dump_log, log_dirs, produce, topics
+from seglog.cli import (
+    consume,
+    delete_records,
+    demo,
+    dump_log,
+    log_dirs,
+    produce,
+    retention,
+    topics,
+)
 from seglog.cli.common import add_global_options
 from seglog.errors import SeglogError
 
@@ -39,7 +48,16 @@ EXIT_USAGE = 2
 Handler = Callable[[argparse.Namespace], int]
 
 #: Modules providing ``register(subparsers)``, in the order ``seglog --help`` lists them.
-SUBCOMMANDS: tuple[ModuleType, ...] = (topics, produce, consume, log_dirs, dump_log, demo)
+SUBCOMMANDS: tuple[ModuleType, ...] = (
+    topics,
+    produce,
+    consume,
+    delete_records,
+    retention,
+    log_dirs,
+    dump_log,
+    demo,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
