@@ -286,7 +286,7 @@ def test_many_records_cross_fetches_and_segments(cli: Cli) -> None:
         (b'{"value": "v", "partition": -1}', "'partition' -1 is outside"),
         (b'{"value": "v", "headers": ["h"]}', "'headers' must be an object"),
         (b'{"value": "v", "headers": {"h": 1}}', "header 'h' must be a string or null"),
-        (b'{"value": "v", "value": "w"}', "field 'value' is given twice"),
+        (b'{"value": "v", "value": "w"}', "key 'value' is given twice"),
         (b'{"value": "v", "value_base64": "dg=="}', "give 'value' or 'value_base64'"),
         (b'{"value_base64": "not base64!"}', "'value_base64' is not valid base64"),
         (b'{"value": "v", "headers_base64": [["aA=="]]}', "'headers_base64' entries"),

@@ -34,7 +34,6 @@ Output is Kafka's, partitions in the file's order::
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TYPE_CHECKING, Any
 
 from seglog.cli.common import (
@@ -44,6 +43,7 @@ from seglog.cli.common import (
     json_line,
     open_manager,
 )
+from seglog.cli.strict_json import kind_of, loads_strict
 from seglog.errors import SeglogError
 from seglog.format.topic_names import TopicPartition, validate_topic_name
 from seglog.storage.files import read_file_bytes
@@ -94,36 +94,9 @@ def register(subparsers: Subparsers) -> None:
 # --- the offsets file -------------------------------------------------------------------------
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
-def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for name, value in pairs:
-        if name in obj:
-            raise ValueError(f"key {name!r} is given twice in an object")
-        obj[name] = value
-    return obj
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
 def _integer(where: str, value: Any, low: int, high: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool):  # 5.0 and true are refused
-        raise ValueError(f"{where} must be an integer, not {_kind(value)}")
+        raise ValueError(f"{where} must be an integer, not {kind_of(value)}")
     if not low <= value <= high:
         raise ValueError(f"{where} {value} is outside {low}..{high}")
     return value
@@ -132,7 +105,7 @@ def _integer(where: str, value: Any, low: int, high: int) -> int:
 def _entry(index: int, entry: Any) -> tuple[TopicPartition, int]:
     where = f"partitions[{index}]"
     if not isinstance(entry, dict):
-        raise ValueError(f"{where} must be an object, not {_kind(entry)}")
+        raise ValueError(f"{where} must be an object, not {kind_of(entry)}")
     unknown = sorted(set(entry) - set(ENTRY_KEYS))
     if unknown:
         raise ValueError(
@@ -144,7 +117,7 @@ def _entry(index: int, entry: Any) -> tuple[TopicPartition, int]:
         raise ValueError(f"{where}: missing {', '.join(map(repr, missing))}")
     topic = entry["topic"]
     if not isinstance(topic, str):
-        raise ValueError(f"{where}.topic must be a string, not {_kind(topic)}")
+        raise ValueError(f"{where}.topic must be a string, not {kind_of(topic)}")
     try:
         validate_topic_name(topic)
     except SeglogError as exc:
@@ -160,16 +133,9 @@ def _parse(data: bytes) -> dict[TopicPartition, int]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise ValueError(f"not UTF-8 (byte {exc.start})") from None
-    try:
-        document = json.loads(
-            text, object_pairs_hook=_reject_duplicate_keys, parse_constant=_reject_constant
-        )
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
+    document = loads_strict(text)
     if not isinstance(document, dict):
-        raise ValueError(f"expected a JSON object, got {_kind(document)}")
+        raise ValueError(f"expected a JSON object, got {kind_of(document)}")
     unknown = sorted(set(document) - FILE_KEYS)
     if unknown:
         raise ValueError(
@@ -178,14 +144,14 @@ def _parse(data: bytes) -> dict[TopicPartition, int]:
     if "version" in document:
         version = document["version"]
         if not isinstance(version, int) or isinstance(version, bool):
-            raise ValueError(f"'version' must be an integer, not {_kind(version)}")
+            raise ValueError(f"'version' must be an integer, not {kind_of(version)}")
         if version != 1:
             raise ValueError(f"unsupported version {version} (only version 1 exists)")
     if "partitions" not in document:
         raise ValueError("missing 'partitions'")
     entries = document["partitions"]
     if not isinstance(entries, list):
-        raise ValueError(f"'partitions' must be an array, not {_kind(entries)}")
+        raise ValueError(f"'partitions' must be an array, not {kind_of(entries)}")
     if not entries:
         raise ValueError("'partitions' is empty: no partition to delete records from")
     offsets: dict[TopicPartition, int] = {}

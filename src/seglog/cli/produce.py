@@ -41,7 +41,6 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
-import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,6 +53,7 @@ from seglog.cli.common import (
     open_manager,
     positive_int,
 )
+from seglog.cli.strict_json import kind_of, loads_strict
 from seglog.config import LogConfig
 from seglog.engine.producer import Producer, ProduceRecord, ProduceSummary
 from seglog.errors import InvalidRecordError
@@ -185,15 +185,6 @@ class TextFormat:
         return ProduceRecord(value=value, key=key)
 
 
-def _reject_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    obj: dict[str, Any] = {}
-    for name, value in pairs:
-        if name in obj:
-            raise ValueError(f"field {name!r} is given twice")
-        obj[name] = value
-    return obj
-
-
 def _utf8(number: int, field: str, text: str) -> bytes:
     try:
         return text.encode("utf-8")
@@ -206,7 +197,7 @@ def _text_or_null(number: int, obj: dict[str, Any], field: str) -> bytes | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InputLineError(number, f"{field!r} must be a string or null, not {_kind(value)}")
+        raise InputLineError(number, f"{field!r} must be a string or null, not {kind_of(value)}")
     return _utf8(number, field, value)
 
 
@@ -214,7 +205,7 @@ def _base64_or_null(number: int, field: str, value: Any) -> bytes | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise InputLineError(number, f"{field!r} must be base64 text or null, not {_kind(value)}")
+        raise InputLineError(number, f"{field!r} must be base64 text or null, not {kind_of(value)}")
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
@@ -233,20 +224,6 @@ def _bytes_field(number: int, obj: dict[str, Any], name: str) -> tuple[bool, byt
     return False, None
 
 
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
 def _int_field(number: int, obj: dict[str, Any], name: str, high: int) -> int | None:
     if name not in obj:
         return None
@@ -254,7 +231,7 @@ def _int_field(number: int, obj: dict[str, Any], name: str, high: int) -> int | 
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool):
-        raise InputLineError(number, f"{name!r} must be an integer, not {_kind(value)}")
+        raise InputLineError(number, f"{name!r} must be an integer, not {kind_of(value)}")
     if not 0 <= value <= high:
         raise InputLineError(number, f"{name!r} {value} is outside 0..{high}")
     return value
@@ -266,13 +243,13 @@ def _headers(number: int, obj: dict[str, Any]) -> tuple[Header, ...]:
     if "headers" in obj:
         headers = obj["headers"]
         if not isinstance(headers, dict):
-            raise InputLineError(number, f"'headers' must be an object, not {_kind(headers)}")
+            raise InputLineError(number, f"'headers' must be an object, not {kind_of(headers)}")
         out = []
         for key, value in headers.items():
             _utf8(number, "headers", key)
             if value is not None and not isinstance(value, str):
                 raise InputLineError(
-                    number, f"header {key!r} must be a string or null, not {_kind(value)}"
+                    number, f"header {key!r} must be a string or null, not {kind_of(value)}"
                 )
             out.append(Header(key, None if value is None else _utf8(number, "headers", value)))
         return tuple(out)
@@ -280,7 +257,7 @@ def _headers(number: int, obj: dict[str, Any]) -> tuple[Header, ...]:
         pairs = obj["headers_base64"]
         if not isinstance(pairs, list):
             raise InputLineError(
-                number, f"'headers_base64' must be an array of pairs, not {_kind(pairs)}"
+                number, f"'headers_base64' must be an array of pairs, not {kind_of(pairs)}"
             )
         out = []
         for pair in pairs:
@@ -304,15 +281,11 @@ def parse_json_line(number: int, line: bytes, partitions: frozenset[int]) -> Pro
     except UnicodeDecodeError as exc:
         raise InputLineError(number, f"not UTF-8 (byte {exc.start})") from None
     try:
-        obj = json.loads(text, object_pairs_hook=_reject_duplicates)
-    except json.JSONDecodeError as exc:
-        raise InputLineError(number, f"not JSON: {exc.msg} at column {exc.colno}") from None
-    except ValueError as exc:  # a duplicate field
+        obj = loads_strict(text)
+    except ValueError as exc:
         raise InputLineError(number, str(exc)) from None
-    except RecursionError:
-        raise InputLineError(number, "JSON nested too deeply") from None
     if not isinstance(obj, dict):
-        raise InputLineError(number, f"expected a JSON object, got {_kind(obj)}")
+        raise InputLineError(number, f"expected a JSON object, got {kind_of(obj)}")
     unknown = sorted(set(obj) - JSON_FIELDS)
     if unknown:
         allowed = ", ".join(sorted(JSON_FIELDS))
