@@ -261,3 +261,19 @@ def test_seed_003_one_queue_under_three_policies(
     kept = {r.offset: r.key for r in log.read_records(log.log_start_offset, 100)}
     assert (5 in kept) is offset_5_survives
     assert {6, 7, 8} <= set(kept)
+
+
+def test_rules_combine_in_kafkas_order_on_a_real_log(tmp_path: Path) -> None:
+    clock = ManualClock(T0)
+    stamps = [T0 - 10 * DAY, T0 - 9 * DAY, T0 - 8 * DAY, T0 - 3 * DAY, T0 - DAY, T0]
+    log = one_per_segment(tmp_path, clock, stamps)
+    size = log.segments[0].size
+    log.config = config(segment_bytes=size, retention_ms=7 * DAY, retention_bytes=4 * size)
+    log.delete_records(1)  # segment 0 holds only offset 0
+    plan = log.apply_retention()
+    assert [(d.base_offset, d.rule) for d in plan.deletions] == [
+        (0, RetentionRule.LOG_START_OFFSET),
+        (1, RetentionRule.SIZE),  # 5 segments left, 4 allowed
+        (2, RetentionRule.TIME),  # 8 days old
+    ]
+    assert [s.base_offset for s in log.segments] == [3, 4, 5] and log.log_start_offset == 3
