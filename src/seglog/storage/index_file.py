@@ -31,6 +31,7 @@ positions never decrease; time-index timestamps strictly increase and offsets ne
 from __future__ import annotations
 
 import bisect
+import functools
 import os
 import struct
 from array import array
@@ -53,6 +54,20 @@ _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
 _OFFSET_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
 _TIME_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
+
+
+@functools.lru_cache(maxsize=256)
+def _packer(order: str, entry: str, count: int) -> struct.Struct:
+    """A compiled struct for ``count`` entries of layout ``entry``."""
+    return struct.Struct(order + entry * count)
+
+
+def _interleave(first: list[int], second: list[int]) -> list[int]:
+    """``[first[0], second[0], first[1], second[1], ...]`` (slice assignment, no loop)."""
+    out = [0] * (2 * len(first))
+    out[0::2] = first
+    out[1::2] = second
+    return out
 
 
 def max_index_bytes(segment_index_bytes: int, entry_bytes: int) -> int:
@@ -292,6 +307,9 @@ class OffsetIndexFile(_IndexFile):
     def extend(self, offsets: list[int], positions: list[int]) -> None:
         """Append many entries at once (one pack); the same rules as :meth:`append`, checked
         on the whole run: offsets strictly increasing, positions non-decreasing, room left."""
+        if len(offsets) == 1:
+            self.append(offsets[0], positions[0])  # the common case, one entry: no lists
+            return
         if not self._loaded:
             self._ensure_loaded()
         keys, values = self._keys, self._values
@@ -309,8 +327,9 @@ class OffsetIndexFile(_IndexFile):
                 )
             previous_key, previous_position = key, position
         if self.persist:
-            interleaved = [v for pair in zip(relative, positions, strict=True) for v in pair]
-            self._pending += struct.pack(f">{len(interleaved)}i", *interleaved)
+            self._pending += _packer(">", "ii", len(relative)).pack(
+                *_interleave(relative, positions)
+            )
         keys.extend(relative)
         values.extend(positions)
 
@@ -417,6 +436,9 @@ class TimeIndexFile(_IndexFile):
         last slot stays free."""
         if not self._loaded:
             self._ensure_loaded()
+        if len(timestamps) == 1 and (not self._keys or timestamps[0] > self._keys[-1]):
+            self.maybe_append(timestamps[0], offsets[0])  # the common case, one entry
+            return
         keys, values = self._keys, self._values
         relative = [offset - self.base_offset for offset in offsets]
         previous_ts = keys[-1] if keys else NO_TIMESTAMP
@@ -431,8 +453,9 @@ class TimeIndexFile(_IndexFile):
                 )
             previous_ts, previous_key = timestamp, key
         if self.persist:
-            interleaved = [v for pair in zip(timestamps, relative, strict=True) for v in pair]
-            self._pending += struct.pack(">" + "qi" * len(relative), *interleaved)
+            self._pending += _packer(">", "qi", len(relative)).pack(
+                *_interleave(timestamps, relative)
+            )
         keys.extend(timestamps)
         values.extend(relative)
 
