@@ -636,9 +636,11 @@ class Log:
             return removed
 
     def _delete_segment_files(self, segment: LogSegment) -> None:
-        """Two-step delete (spec §11.1): rename to ``.deleted``, then unlink."""
+        """Two-step delete (spec §11.1): rename to ``.deleted`` now, unlink through the file
+        deleter (after ``file.delete.delay.ms`` under a LogManager), so a read that already
+        holds the segment finishes."""
         segment.change_file_suffix(DELETED_SUFFIX)
-        segment.delete_files()
+        self._file_deleter(segment)
 
     # --- retention (spec §14) ----------------------------------------------------------------
     def retention_settings(self) -> RetentionSettings:
