@@ -48,25 +48,26 @@ from seglog.errors import (
     InvalidRecordError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
-    SeglogError,
     UnreadableFileError,
 )
 from seglog.format.builder import BatchBuilder
 from seglog.format.checkpoint import (
     EpochEntry,
-    encode_leader_epoch_checkpoint,
-    parse_leader_epoch_checkpoint,
 )
 from seglog.format.compression import CompressionType
 from seglog.format.names import DELETED_SUFFIX
 from seglog.format.reader import BatchReader
 from seglog.format.records import Header, TimestampType
 from seglog.format.topic_names import TopicPartition
-from seglog.storage.atomic import fsync_directory, write_file_atomically
+from seglog.storage.atomic import fsync_directory
 from seglog.storage.loader import LoadedLog, LoadReport, SegmentSettings, load_partition_dir
+from seglog.storage.partition_dirs import (
+    ensure_partition_dir,
+    read_leader_epochs,
+    write_leader_epochs,
+)
 from seglog.storage.segment import LogSegment
 
-LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 DEFAULT_FETCH_MAX_BYTES = 1024 * 1024
 APPEND_CHUNK_BYTES_MAX = 4 * 1024 * 1024  # append_records: bytes per Log.append call
 LATEST_TIMESTAMP = -1
@@ -186,7 +187,7 @@ class Log:
         does, so the append that rolls does not wait for fsyncs; without one it runs inline.
         """
         if writable:
-            directory.mkdir(parents=True, exist_ok=True)
+            ensure_partition_dir(directory)
         elif not directory.is_dir():
             raise UnreadableFileError("partition directory does not exist", path=str(directory))
         loaded = load_partition_dir(
@@ -240,26 +241,15 @@ class Log:
         return bisect.bisect_right(self._bases, offset) - 1
 
     # --- leader epochs -------------------------------------------------------------------------
-    def _epoch_path(self) -> Path:
-        return self.directory / LEADER_EPOCH_CHECKPOINT
-
     def _load_epochs(self) -> list[EpochEntry]:
-        path = self._epoch_path()
-        if not path.exists():
-            if self.writable:
-                write_file_atomically(path, b"")  # Kafka creates it empty when the log opens
-            return []
-        try:
-            entries = parse_leader_epoch_checkpoint(path.read_bytes(), path=str(path))
-        except (OSError, SeglogError):
-            return []  # Kafka rebuilds a damaged epoch cache; a single node only has epoch 0
+        entries = read_leader_epochs(self.directory, create=self.writable)
         return [e for e in entries if e.start_offset < self.log_end_offset]
 
     def _assign_epoch(self, start_offset: int) -> None:
         if self._epochs and self._epochs[-1].epoch >= LEADER_EPOCH:
             return
         self._epochs.append(EpochEntry(LEADER_EPOCH, start_offset))
-        write_file_atomically(self._epoch_path(), encode_leader_epoch_checkpoint(self._epochs))
+        write_leader_epochs(self.directory, self._epochs)
 
     # --- append ------------------------------------------------------------------------------
     def _draw_jitter(self) -> int:
@@ -402,8 +392,7 @@ class Log:
             new_base = self.log_end_offset
             if old.base_offset == new_base and old.size == 0:
                 return old
-            for stale in LogSegment.paths_for(self.directory, new_base):
-                stale.unlink(missing_ok=True)
+            LogSegment.remove_files_for(self.directory, new_base)
             old.on_become_inactive()
             segment = self._new_segment(new_base)
             self._publish((*self._segments, segment))
@@ -631,7 +620,7 @@ class Log:
             self.recovery_point = min(self.recovery_point, offset)
             self._truncations += 1
             self._epochs = [e for e in self._epochs if e.start_offset < offset]
-            write_file_atomically(self._epoch_path(), encode_leader_epoch_checkpoint(self._epochs))
+            write_leader_epochs(self.directory, self._epochs)
             fsync_directory(self.directory)
             return removed
 
@@ -731,7 +720,7 @@ class Log:
             kept = [e for e in self._epochs if e.start_offset > offset]
             last_dropped = [e for e in self._epochs if e.start_offset <= offset][-1]
             self._epochs = [EpochEntry(last_dropped.epoch, offset), *kept]
-            write_file_atomically(self._epoch_path(), encode_leader_epoch_checkpoint(self._epochs))
+            write_leader_epochs(self.directory, self._epochs)
 
     # --- close ---------------------------------------------------------------------------------
     def close(self) -> None:

@@ -29,7 +29,6 @@ seglog opens a directory a broker owns, or the corpus.
 
 from __future__ import annotations
 
-import shutil
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -51,7 +50,6 @@ from seglog.errors import (
 )
 from seglog.format.checkpoint import (
     MetaProperties,
-    encode_partition_metadata,
     new_cluster_id,
     new_directory_id,
     new_topic_id,
@@ -65,7 +63,6 @@ from seglog.format.topic_names import (
     validate_partition,
     validate_topic_name,
 )
-from seglog.storage.atomic import fsync_directory, write_file_atomically
 from seglog.storage.loader import LoadReport
 from seglog.storage.log_dir import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -76,9 +73,13 @@ from seglog.storage.log_dir import (
     TopicMetadata,
     TopicsFile,
 )
+from seglog.storage.partition_dirs import (
+    create_partition_dir,
+    list_partition_dirs,
+    remove_partition_dir,
+    rename_partition_dir,
+)
 from seglog.storage.segment import LogSegment
-
-PARTITION_METADATA = "partition.metadata"
 
 
 def _topic_partition_of(directory: Path) -> tuple[str, int]:
@@ -239,12 +240,7 @@ class LogManager:
         directory = root.directory
         recovery_points = directory.read_offsets(RECOVERY_POINT_CHECKPOINT)
         log_starts = directory.read_offsets(LOG_START_OFFSET_CHECKPOINT)
-        for path in sorted(directory.path.iterdir()):
-            if not path.is_dir():
-                continue
-            parsed = parse_partition_dir_name(path.name)
-            if parsed is None:
-                continue
+        for path, parsed in list_partition_dirs(directory.path):
             if parsed.kind is PartitionDirKind.DELETE:
                 root.pending_deletes.append(path)
                 continue
@@ -289,7 +285,7 @@ class LogManager:
             # reader here (we hold the lock), and a one-shot `seglog` command would otherwise
             # never get to remove it: removed now (a deliberate difference).
             for path in root.pending_deletes:
-                shutil.rmtree(path, ignore_errors=True)
+                remove_partition_dir(path)
             root.pending_deletes.clear()
 
     def _schedule_tasks(self) -> None:
@@ -372,10 +368,7 @@ class LogManager:
         counts = self._partition_counts()
         index = counts.index(min(counts))  # the root with the fewest partitions (seed 000)
         root = self._roots[index].directory.path
-        path = root / partition_dir_name(tp)
-        path.mkdir(exist_ok=True)
-        write_file_atomically(path / PARTITION_METADATA, encode_partition_metadata(topic_id))
-        fsync_directory(root)
+        path = create_partition_dir(root, partition_dir_name(tp), topic_id)
         log = Log.open(
             path,
             tp,
@@ -406,30 +399,20 @@ class LogManager:
             log = self._logs.pop(tp)
             self._log_root.pop(tp)
             log.close()
-            target = log.directory.with_name(delete_dir_name(tp, uuid.uuid4().hex))
-            log.directory.rename(target)
-            fsync_directory(target.parent)
-            renamed.append(target)
+            renamed.append(
+                rename_partition_dir(log.directory, delete_dir_name(tp, uuid.uuid4().hex))
+            )
         for root in self._roots:  # a crash may have left live dirs of a topic being deleted
-            for path in list(root.directory.path.iterdir()):
-                parsed = parse_partition_dir_name(path.name)
-                if (
-                    parsed
-                    and parsed.kind is PartitionDirKind.LIVE
-                    and parsed.topic == name
-                    and path.is_dir()
-                ):
-                    target = path.with_name(
-                        delete_dir_name(TopicPartition(name, parsed.partition), uuid.uuid4().hex)
-                    )
-                    path.rename(target)
-                    renamed.append(target)
+            for path, parsed in list_partition_dirs(root.directory.path):
+                if parsed.kind is PartitionDirKind.LIVE and parsed.topic == name:
+                    new_name = delete_dir_name(parsed.topic_partition, uuid.uuid4().hex)
+                    renamed.append(rename_partition_dir(path, new_name))
         self._topics.topics.pop(name, None)
         self._write_topics()
         self.checkpoint_all()
         for path in renamed:
             if remove_now:
-                shutil.rmtree(path, ignore_errors=True)
+                remove_partition_dir(path)
             else:
                 self._schedule_dir_removal(path)
         return renamed
@@ -438,7 +421,7 @@ class LogManager:
         delay = self.broker.log_defaults.file_delete_delay_ms
         self.scheduler.schedule(
             f"delete-dir {path.name}",
-            lambda: shutil.rmtree(path, ignore_errors=True),
+            lambda: remove_partition_dir(path),
             delay_ms=delay,
         )
 

@@ -169,10 +169,10 @@ class LogSegment:
         self._shallow_offset_of_max_timestamp = base_offset
 
     @staticmethod
-    def paths_for(directory: Path, base_offset: int) -> list[Path]:
-        """The live file names a segment with this base offset uses (existing or not)."""
-        suffixes = (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
-        return [segment_path(directory, base_offset, suffix) for suffix in suffixes]
+    def remove_files_for(directory: Path, base_offset: int) -> None:
+        """Remove stale live files of a segment base (Kafka deletes them before a roll)."""
+        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+            segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
 
     def _path(self, suffix: str) -> Path:
         return segment_path(self.directory, self.base_offset, suffix + self.file_suffix)
