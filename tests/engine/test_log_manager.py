@@ -327,3 +327,28 @@ def test_abort_leaves_no_marker_and_the_next_open_recovers(tmp_path: Path) -> No
     with open_manager(root) as again:
         (report,) = again.load_reports
         assert report.recovered and again.get_log("t", 0).log_end_offset == 1
+
+
+def test_a_damaged_metadata_copy_is_skipped_when_another_root_has_one(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    with open_manager(a, b) as manager:
+        manager.create_topic("t", 2, {"cleanup.policy": "compact"})
+    (a / "seglog-topics.json").write_bytes(b"{not json")
+    with open_manager(a, b) as manager:
+        assert manager.get_log("t", 0).config.is_compacted
+        assert manager.metadata_problems and "seglog-topics.json" in manager.metadata_problems[0]
+
+
+def test_metadata_damaged_everywhere_is_a_clear_error(tmp_path: Path) -> None:
+    from seglog.errors import CorruptCheckpointError
+
+    root = tmp_path / "data"
+    with open_manager(root) as manager:
+        manager.create_topic("t", 1, {"cleanup.policy": "compact"})
+    (root / "seglog-topics.json").write_bytes(b'{"version": 1, "generation": "x", "topics": {}}')
+    with pytest.raises(CorruptCheckpointError, match=r"seglog-topics\.json"):
+        open_manager(root)
+    # the failed open released its lock: the next attempt gets the same clear error, not
+    # "locked by another process"
+    with pytest.raises(CorruptCheckpointError, match=r"seglog-topics\.json"):
+        open_manager(root)

@@ -200,3 +200,31 @@ def test_log_below_the_checkpointed_start_restarts_empty(
     assert (log.log_start_offset, log.log_end_offset) == (500, 500)
     assert [s.base_offset for s in log.segments] == [500]
     assert log.append(batch([b"x"])).first_offset == 500
+
+
+@pytest.mark.parametrize(
+    ("suffix", "damage", "problem"),
+    [
+        (".index", lambda raw: raw[:-4] + (10**8).to_bytes(4, "big"), "past the end"),
+        (".index", lambda raw: raw[8:16] + raw[:8] + raw[16:], "not strictly increasing"),
+        (".timeindex", lambda raw: raw[12:24] + raw[:12] + raw[24:], "not strictly increasing"),
+    ],
+)
+def test_a_damaged_index_of_a_closed_segment_is_rebuilt(
+    tmp_path: Path, clock: ManualClock, suffix: str, damage: object, problem: str
+) -> None:
+    """Kafka trusts an unrecovered segment's indexes; seglog checks them, so a damaged one
+    never sends a lookup to a wrong position (which would skip records silently)."""
+    _, expected = build(tmp_path, clock)
+    victim = segment_files(tmp_path, suffix)[0]
+    raw = victim.read_bytes()
+    assert len(raw) >= 24
+    victim.write_bytes(damage(raw))  # type: ignore[operator]
+    log = reopen(tmp_path, clock, had_clean_shutdown=True, recovery_point=10**6)
+    (reason,) = log.load_report.rebuilt_indexes
+    assert problem in reason
+    assert values(log) == expected
+    for offset, value in expected:
+        assert log.read_records(offset, 1)[0].value == value
+    log.close()
+    assert check_partition_dir(tmp_path / "events-0") == []

@@ -249,7 +249,12 @@ def open_manager(args: argparse.Namespace, *, create_dirs: bool = False) -> Iter
 def report_recovery(manager: LogManager) -> None:
     """Say on stderr what opening the directories repaired (nothing after a clean shutdown)."""
     for report in manager.load_reports:
-        if report.recovered or report.removed_files or report.completed_swaps:
+        if (
+            report.recovered
+            or report.removed_files
+            or report.completed_swaps
+            or report.rebuilt_indexes
+        ):
             print(f"seglog: recovery: {report.summary()}", file=sys.stderr)
 
 

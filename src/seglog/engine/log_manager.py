@@ -42,6 +42,7 @@ from seglog.core.retention import RetentionPlan
 from seglog.engine.log import Log
 from seglog.engine.scheduler import Scheduler
 from seglog.errors import (
+    CorruptCheckpointError,
     InvalidConfigError,
     InvalidTopicError,
     OffsetOutOfRangeError,
@@ -163,6 +164,7 @@ class LogManager:
         self._log_root: dict[TopicPartition, int] = {}
         self._topics = TopicsFile()
         self.load_reports: list[LoadReport] = []
+        self.metadata_problems: list[str] = []  # damaged topic-metadata copies that were skipped
         self.meta: MetaProperties | None = None
         self._closed = False
         self._start_scheduler = start_scheduler
@@ -199,14 +201,24 @@ class LogManager:
             root.directory.lock()
         self._load_meta_properties()
         newest: TopicsFile | None = None
+        damaged: list[CorruptCheckpointError] = []
         for root in self._roots:
             directory = root.directory
             directory.remove_stray_temp_files()
             root.had_clean_shutdown = directory.take_clean_shutdown_marker()
             directory.ensure_checkpoint_files()
-            topics = directory.read_topics()
+            try:
+                topics = directory.read_topics()
+            except CorruptCheckpointError as exc:
+                damaged.append(exc)  # another root may hold a good copy
+                continue
             if topics is not None and (newest is None or topics.generation > newest.generation):
                 newest = topics
+        if damaged and newest is None:
+            # Opening without the topic configs would apply broker defaults (e.g. delete
+            # retention to a compacted topic): refuse, naming the file to repair or remove.
+            raise damaged[0]
+        self.metadata_problems = [str(exc) for exc in damaged]
         self._topics = newest or TopicsFile()
         for index, root in enumerate(self._roots):
             self._load_root(index, root)

@@ -357,6 +357,24 @@ class OffsetIndexFile(_IndexFile):
         slot = bisect.bisect_left(self._values, position)
         return self._values[slot] if slot < len(self._values) else None
 
+    def consistency_problem(self, log_size: int) -> str | None:
+        """Why these entries cannot belong to a ``.log`` of ``log_size`` bytes, or None:
+        relative offsets must be >= 0 and strictly increase, positions must not decrease and
+        must lie inside the log. A damaged or foreign index is rebuilt at load instead of
+        sending lookups to wrong positions (Kafka trusts unrecovered indexes; seglog does not)."""
+        self._ensure_loaded()
+        if not self._keys:
+            return None
+        keys = np.frombuffer(self._keys, dtype=np.int64)
+        values = np.frombuffer(self._values, dtype=np.int64)
+        if keys[0] < 0 or (len(keys) > 1 and np.any(np.diff(keys) <= 0)):
+            return "offsets are not strictly increasing from the base offset"
+        if values[0] < 0 or (len(values) > 1 and np.any(np.diff(values) < 0)):
+            return "positions go backwards"
+        if values[-1] >= max(log_size, 1):
+            return f"position {int(values[-1])} is past the end of the {log_size}-byte log"
+        return None
+
     def sanity_check(self) -> None:
         """Kafka's check of the file on disk (spec §7.5); raises ``CorruptIndexError``."""
         self.sync()
@@ -478,6 +496,23 @@ class TimeIndexFile(_IndexFile):
         else:
             keep = slot + 1
         self._cut_entries(keep)
+
+    def consistency_problem(self, last_relative_offset: int) -> str | None:
+        """Why these entries are impossible for a segment whose last offset is
+        ``last_relative_offset`` past its base, or None: timestamps strictly increase,
+        offsets do not decrease and stay within the segment (see the offset index's check)."""
+        self._ensure_loaded()
+        if not self._keys:
+            return None
+        stamps = np.frombuffer(self._keys, dtype=np.int64)
+        offsets = np.frombuffer(self._values, dtype=np.int64)
+        if len(stamps) > 1 and np.any(np.diff(stamps) <= 0):
+            return "timestamps are not strictly increasing"
+        if offsets[0] < 0 or (len(offsets) > 1 and np.any(np.diff(offsets) < 0)):
+            return "offsets go backwards"
+        if offsets[-1] > last_relative_offset:
+            return f"offset {int(offsets[-1]) + self.base_offset} is past the segment's last"
+        return None
 
     def sanity_check(self) -> None:
         """Kafka's check of the file on disk (spec §8.6); raises ``CorruptIndexError``."""

@@ -15,7 +15,10 @@ Steps, in order (each says what a crash in the middle leaves for the next start)
    *Crash here*: some originals are gone and some swaps renamed; the next start finds the
    rest of the swaps and finishes the same way (the range covers the renamed ones' originals).
 3. **Segments.** Index files without a ``.log`` are orphans and removed. Every ``{base}.log``
-   opens as a segment; a segment without an ``.index`` is recovered (its index rebuilt).
+   opens as a segment; a segment without an ``.index``, or whose indexes contradict its log
+   (offsets not increasing, positions past the end, timestamps not increasing), is recovered
+   and its indexes rebuilt. Kafka trusts the indexes of segments it does not recover; a
+   damaged one would send lookups to wrong positions, so seglog checks them (reported).
 4. **Recovery** (only when the directory was not shut down cleanly): every segment from the
    one holding the recovery point to the end is validated batch by batch (CRC, sizes,
    offsets), its indexes rebuilt, and its ``.log`` cut at the first bad byte. When a segment
@@ -53,6 +56,7 @@ from seglog.storage.atomic import TMP_SUFFIX, fsync_directory
 from seglog.storage.segment import LogSegment, SegmentRecovery
 
 INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
+INT32_MAX = (1 << 31) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +90,7 @@ class LoadReport:
     completed_swaps: list[str] = field(default_factory=list)
     recovered: list[SegmentRecovery] = field(default_factory=list)
     dropped_segments: list[int] = field(default_factory=list)
+    rebuilt_indexes: list[str] = field(default_factory=list)  # damaged indexes, and why
     bytes_read_for_recovery: int = 0
 
     @property
@@ -105,6 +110,8 @@ class LoadReport:
             parts.append(f"removed {len(self.removed_files)} leftover file(s)")
         if self.completed_swaps:
             parts.append(f"completed {len(self.completed_swaps)} swap(s)")
+        if self.rebuilt_indexes:
+            parts.append(f"rebuilt {len(self.rebuilt_indexes)} damaged index(es)")
         if self.dropped_segments:
             parts.append(f"dropped {len(self.dropped_segments)} segment(s) after a cut")
         return "; ".join(parts)
@@ -226,8 +233,18 @@ def _open_segments(
         segment = settings.open_segment(directory, base, now_ms, writable=writable)
         if not segment.offset_index.exists:
             missing_index.add(base)
+        elif (problem := _index_problem(segment)) is not None:
+            report.rebuilt_indexes.append(f"{segment.offset_index.path.name}: {problem}")
+            missing_index.add(base)
         segments.append(segment)
     return segments, missing_index
+
+
+def _index_problem(segment: LogSegment) -> str | None:
+    """Why a segment's indexes cannot be trusted (they are then rebuilt), or None."""
+    return segment.offset_index.consistency_problem(
+        segment.size
+    ) or segment.time_index.consistency_problem(INT32_MAX)
 
 
 def _recover_from(
