@@ -457,46 +457,50 @@ class LogSegment:
         chunk = 4 * SCAN_CHUNK_BYTES * 16
         while position < self.size:
             buf = self.read_at(position, min(chunk, self.size - position))
-            reader = BatchReader(buf, base_position=position, verify_crc=True)
+            # Positions come relative to ``buf`` (no per-batch copy to rebase them); the file
+            # position of a batch is ``position + batch.position``.
+            reader = BatchReader(buf, verify_crc=True)
             advanced = False
             for batch in reader:
                 advanced = True
+                at = position + batch.position
                 if not 0 <= batch.last_offset - self.base_offset <= INT32_MAX or (
                     batch.base_offset < self.base_offset and batch.magic == MAGIC_V2
                 ):
                     end_reason = (
-                        f"batch at position {batch.position} holds offsets "
+                        f"batch at position {at} holds offsets "
                         f"{batch.base_offset}-{batch.last_offset}, outside this segment"
                     )
                     break
                 if batch.max_timestamp > max_timestamp:
                     max_timestamp = batch.max_timestamp
                     shallow_offset = batch.last_offset
-                if batch.position - last_index_position > self.index_interval_bytes:
+                if at - last_index_position > self.index_interval_bytes:
                     # Rebuilding per batch can need more entries than the appends (one entry
                     # per multi-batch chunk) wrote; a full index just stays sparser here, so
                     # a small segment.index.bytes never makes a log unopenable.
                     if not self.offset_index.is_full:
-                        self.offset_index.append(batch.last_offset, batch.position)
+                        self.offset_index.append(batch.last_offset, at)
                     if not self.time_index.is_full:
                         self.time_index.maybe_append(max_timestamp, shallow_offset)
-                    last_index_position = batch.position
-                valid_bytes = batch.position + batch.size_in_bytes
+                    last_index_position = at
+                valid_bytes = at + batch.size_in_bytes
                 next_offset = batch.last_offset + 1
                 batches += 1
             else:
                 assert reader.end is not None
                 end = reader.end
+                end_position = position + end.position
                 if end.kind is EndKind.CLEAN:
-                    position = end.position
+                    position = end_position
                     continue
                 if end.kind is EndKind.TORN_TAIL and position + len(buf) < self.size:
                     assert end.bytes_needed is not None
                     if not advanced:
                         chunk = len(buf) + end.bytes_needed
-                    position = end.position
+                    position = end_position
                     continue
-                end_reason = f"{end.reason} at position {end.position}"
+                end_reason = f"{end.reason} at position {end_position}"
             break
         truncated = self.size - valid_bytes
         if truncated:
