@@ -41,6 +41,7 @@ from support.kafka_oracle import (
     BufferView,
     headers_tuple,
     none_to_minus_one,
+    v2_common_header,
 )
 
 # Segments, fetch record sets, and KRaft snapshots (``<offset>-<epoch>.checkpoint``,
@@ -125,23 +126,7 @@ def seglog_view(data: bytes) -> tuple[BufferView, ReadEnd]:
 
 def _aiokafka_header(batch: Any, raw: memoryview) -> dict[str, Any]:
     if raw[16] >= 2:
-        return {
-            "magic": batch.magic,
-            "base_offset": batch.base_offset,
-            "last_offset_delta": batch.last_offset_delta,
-            "next_offset": batch.next_offset,
-            "crc": batch.crc,
-            "attributes": batch.attributes,
-            "codec": batch.compression_type,
-            "timestamp_type": batch.timestamp_type,
-            "is_transactional": batch.is_transactional,
-            "is_control": batch.is_control_batch,
-            "base_timestamp": batch.first_timestamp,
-            "max_timestamp": batch.max_timestamp,
-            "producer_id": batch.producer_id,
-            "producer_epoch": batch.producer_epoch,
-            "base_sequence": batch.base_sequence,
-        }
+        return v2_common_header(batch)
     # aiokafka's (Cython) legacy batch exposes next_offset and the v2-only flags only.
     return {
         "next_offset": batch.next_offset,

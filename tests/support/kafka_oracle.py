@@ -66,26 +66,37 @@ def headers_tuple(
     return tuple((key, None if value is None else bytes(value)) for key, value in pairs)
 
 
+# v2 header fields both peers (kafka-python and aiokafka) expose under the same attribute names:
+# our field name -> the peer's attribute.
+V2_COMMON_ATTRIBUTES = {
+    "magic": "magic",
+    "base_offset": "base_offset",
+    "last_offset_delta": "last_offset_delta",
+    "next_offset": "next_offset",
+    "crc": "crc",
+    "attributes": "attributes",
+    "codec": "compression_type",
+    "timestamp_type": "timestamp_type",
+    "is_transactional": "is_transactional",
+    "is_control": "is_control_batch",
+    "base_timestamp": "first_timestamp",
+    "max_timestamp": "max_timestamp",
+    "producer_id": "producer_id",
+    "producer_epoch": "producer_epoch",
+    "base_sequence": "base_sequence",
+}
+
+
+def v2_common_header(batch: Any) -> dict[str, Any]:
+    """The :data:`V2_COMMON_ATTRIBUTES` of a peer's v2 batch object."""
+    return {name: getattr(batch, attribute) for name, attribute in V2_COMMON_ATTRIBUTES.items()}
+
+
 def _kafka_python_header(batch: Any) -> dict[str, Any]:
     if batch.magic >= 2:
-        return {
-            "magic": batch.magic,
-            "base_offset": batch.base_offset,
+        return v2_common_header(batch) | {
             "last_offset": batch.last_offset,
-            "last_offset_delta": batch.last_offset_delta,
-            "next_offset": batch.next_offset,
             "partition_leader_epoch": batch.leader_epoch,
-            "crc": batch.crc,
-            "attributes": batch.attributes,
-            "codec": batch.compression_type,
-            "timestamp_type": batch.timestamp_type,
-            "is_transactional": batch.is_transactional,
-            "is_control": batch.is_control_batch,
-            "base_timestamp": batch.first_timestamp,
-            "max_timestamp": batch.max_timestamp,
-            "producer_id": batch.producer_id,
-            "producer_epoch": batch.producer_epoch,
-            "base_sequence": batch.base_sequence,
             "last_sequence": batch.last_sequence,
             "records_count": batch.records_count,
             "size": batch.size_in_bytes,

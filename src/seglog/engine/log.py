@@ -43,7 +43,6 @@ from seglog.core.roll import (
     roll_reason,
 )
 from seglog.errors import (
-    CorruptRecordError,
     InvalidConfigError,
     InvalidRecordError,
     OffsetOutOfRangeError,
@@ -735,14 +734,3 @@ class Log:
             for segment in self._segments:
                 segment.close()
             self._closed = True
-
-    def verify(self) -> list[str]:
-        """Read every batch of every segment with CRCs; return problems found (empty = sound)."""
-        problems = []
-        for segment in self._segments:
-            try:
-                for _batch in segment.iter_batches(0, segment.size, verify_crc=True):
-                    pass
-            except CorruptRecordError as exc:
-                problems.append(str(exc))
-        return problems

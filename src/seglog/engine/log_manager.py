@@ -66,7 +66,6 @@ from seglog.format.topic_names import (
 )
 from seglog.storage.loader import LoadReport
 from seglog.storage.log_dir import (
-    CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
@@ -634,10 +633,6 @@ class LogManager:
         self.checkpoint_recovery_points()
         self.checkpoint_log_start_offsets()
         self.checkpoint_high_watermarks()
-
-    def cleaner_offsets(self, root_index: int) -> dict[TopicPartition, int]:
-        """The ``cleaner-offset-checkpoint`` of a root (written by the log cleaner)."""
-        return self._roots[root_index].directory.read_offsets(CLEANER_OFFSET_CHECKPOINT)
 
     # --- shutdown ---------------------------------------------------------------------------------
     def close(self) -> None:

@@ -277,11 +277,6 @@ class OffsetIndexFile(_IndexFile):
             return self.base_offset, 0
         return self.base_offset + self._keys[-1], self._values[-1]
 
-    def entry(self, slot: int) -> tuple[int, int]:
-        """(offset, position) of entry ``slot``."""
-        self._ensure_loaded()
-        return self.base_offset + self._keys[slot], self._values[slot]
-
     def append(self, offset: int, position: int) -> None:
         """Add an entry; the offset must be above the last entry's (Kafka's rule)."""
         if not self._loaded:
@@ -351,12 +346,6 @@ class OffsetIndexFile(_IndexFile):
             keep = slot + 1
         self._cut_entries(keep)
 
-    def fetch_upper_bound_position(self, position: int) -> int | None:
-        """Smallest entry position >= ``position``, or None."""
-        self._ensure_loaded()
-        slot = bisect.bisect_left(self._values, position)
-        return self._values[slot] if slot < len(self._values) else None
-
     def consistency_problem(self, log_size: int) -> str | None:
         """Why these entries cannot belong to a ``.log`` of ``log_size`` bytes, or None:
         relative offsets must be >= 0 and strictly increase, positions must not decrease and
@@ -406,11 +395,6 @@ class TimeIndexFile(_IndexFile):
         if not self._keys:
             return NO_TIMESTAMP, self.base_offset
         return self._keys[-1], self.base_offset + self._values[-1]
-
-    def entry(self, slot: int) -> tuple[int, int]:
-        """(timestamp, offset) of entry ``slot``."""
-        self._ensure_loaded()
-        return self._keys[slot], self.base_offset + self._values[slot]
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> bool:
         """Add (timestamp, offset) if the timestamp is above the last entry's (spec §8.2).
