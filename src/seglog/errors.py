@@ -139,3 +139,11 @@ class TopicExistsError(SeglogError, ValueError):
 
 class UnknownTopicError(SeglogError, LookupError):
     """No topic (or no partition of it) with that name is here."""
+
+
+class OffsetMapFullError(SeglogError):
+    """A put into a bounded offset map that already holds its limit of keys.
+
+    Kafka's ``SkimpyOffsetMap.put`` throws ``IllegalArgumentException`` in that case; the
+    cleaner never gets there because it checks ``size < limit`` before every put.
+    """

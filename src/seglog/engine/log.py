@@ -35,6 +35,7 @@ from typing import NamedTuple
 from seglog.clock import Clock
 from seglog.config import LogConfig
 from seglog.core.append_validation import LEADER_EPOCH, validate_append
+from seglog.core.cleaning import CleanerSegmentFacts
 from seglog.core.retention import RetentionPlan, RetentionSettings, SegmentFacts, plan_retention
 from seglog.core.roll import (
     PendingAppend,
@@ -54,7 +55,7 @@ from seglog.format.checkpoint import (
     EpochEntry,
 )
 from seglog.format.compression import CompressionType
-from seglog.format.names import DELETED_SUFFIX
+from seglog.format.names import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX
 from seglog.format.reader import BatchReader
 from seglog.format.records import Header, TimestampType
 from seglog.format.topic_names import TopicPartition
@@ -720,6 +721,85 @@ class Log:
             last_dropped = [e for e in self._epochs if e.start_offset <= offset][-1]
             self._epochs = [EpochEntry(last_dropped.epoch, offset), *kept]
             write_leader_epochs(self.directory, self._epochs)
+
+    # --- the log cleaner's view and its swap (spec kafka-cleaner §6) ---------------------------
+    def cleaner_segment_facts(self) -> list[CleanerSegmentFacts]:
+        """Per segment, what the cleaner's planning reads (sizes, timestamps, index entries)."""
+        segments = self._segments
+        last = len(segments) - 1
+        return [
+            CleanerSegmentFacts(
+                base_offset=s.base_offset,
+                size_bytes=s.size,
+                largest_timestamp_ms=s.largest_timestamp(),
+                first_batch_timestamp_ms=s.rolling_based_timestamp,
+                offset_index_entries=s.offset_index_entries,
+                time_index_entries=s.time_index_entries,
+                is_active=i == last,
+            )
+            for i, s in enumerate(segments)
+        ]
+
+    def new_cleaned_segment(self, base_offset: int) -> LogSegment:
+        """An empty ``{base}.log.cleaned`` segment (stale ``.cleaned`` files removed first)."""
+        LogSegment.remove_files_with_suffix(self.directory, base_offset, CLEANED_SUFFIX)
+        return LogSegment(
+            self.directory,
+            base_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            segment_index_bytes=self.config.segment_index_bytes,
+            created_ms=self.clock.now_ms(),
+            file_suffix=CLEANED_SUFFIX,
+        )
+
+    def replace_segments(
+        self, new_segments: Sequence[LogSegment], old_segments: Sequence[LogSegment]
+    ) -> list[LogSegment]:
+        """Put finished ``.cleaned`` segments in place of ``old_segments``, crash-safely.
+
+        Kafka's ``replaceSegments`` (spec §6.1); what startup recovery (the loader, spec §6.2)
+        does if the process dies after each step:
+
+        1. Old segments no longer in the list (retention removed them meanwhile) are ignored.
+        2. Each new segment's files are renamed ``.cleaned`` -> ``.swap``, highest base offset
+           first. Crash: a ``.swap`` at or above the lowest ``.cleaned`` offset is an unfinished
+           round, so every ``.swap`` and ``.cleaned`` is deleted -> the log before the round.
+        3. The new segments replace the old ones in the list (readers switch; a reader holding
+           an old segment keeps its open file).
+        4. Each old segment's files are renamed ``.deleted``. Crash (before or during): all new
+           segments are ``.swap``, so recovery deletes the live files their offset ranges cover
+           and renames the ``.swap`` files -> the cleaned log.
+        5. Each new segment's ``.swap`` suffix is removed, then the directory is fsynced.
+           Crash: the remaining ``.swap`` files are renamed by recovery -> the cleaned log.
+        6. The old segments' files are unlinked later by the file deleter; ``.deleted``
+           leftovers are removed at startup.
+
+        Returns the old segments taken out of the list.
+        """
+        with self._lock:
+            self._check_writable()
+            current = {id(s) for s in self._segments}
+            old = sorted((s for s in old_segments if id(s) in current), key=lambda s: s.base_offset)
+            new = sorted(new_segments, key=lambda s: s.base_offset)
+            if not new:
+                raise ValueError("replace_segments needs at least one new segment")
+            for segment in reversed(new):
+                segment.change_file_suffix(SWAP_SUFFIX)
+            doomed = {id(s) for s in old}
+            kept = [s for s in self._segments if id(s) not in doomed]
+            new_bases = {s.base_offset for s in new}
+            kept = [s for s in kept if s.base_offset not in new_bases]
+            merged = sorted([*kept, *new], key=lambda s: s.base_offset)
+            assert merged[-1] is self._segments[-1], "the active segment is never replaced"
+            self._publish(tuple(merged))
+            for segment in old:
+                segment.change_file_suffix(DELETED_SUFFIX)
+            for segment in new:
+                segment.change_file_suffix("")
+            fsync_directory(self.directory)
+            for segment in old:
+                self._file_deleter(segment)
+            return old
 
     # --- close ---------------------------------------------------------------------------------
     def close(self) -> None:

@@ -39,7 +39,9 @@ from pathlib import Path
 from seglog.clock import Clock, SystemClock
 from seglog.config import BrokerConfig, LogConfig
 from seglog.core.retention import RetentionPlan
+from seglog.engine.cleaner_manager import CleanerManager
 from seglog.engine.log import Log
+from seglog.engine.log_cleaner import CleanPlan, CleanResult, LogCleaner
 from seglog.engine.scheduler import Scheduler
 from seglog.errors import (
     CorruptCheckpointError,
@@ -167,6 +169,15 @@ class LogManager:
         self.meta: MetaProperties | None = None
         self._closed = False
         self._start_scheduler = start_scheduler
+        self.cleaner_manager = CleanerManager(
+            {root.directory.path: root.directory for root in self._roots},
+            lambda: dict(self._logs),
+            clock=self.clock,
+            writable=not read_only,
+        )
+        self.log_cleaner = LogCleaner(
+            broker, self.cleaner_manager, clock=self.clock, run_retention=self._retain
+        )
 
     @classmethod
     def open(
@@ -226,6 +237,7 @@ class LogManager:
             self._schedule_tasks()
             if self._start_scheduler:
                 self.scheduler.start()
+                self.log_cleaner.start()
 
     def _load_meta_properties(self) -> None:
         metas = [(root, root.directory.read_meta_properties()) for root in self._roots]
@@ -407,6 +419,7 @@ class LogManager:
     def _finish_delete(self, name: str, *, remove_now: bool = False) -> list[Path]:
         renamed = []
         for tp in [tp for tp in self._logs if tp.topic == name]:
+            self.cleaner_manager.abort_cleaning(tp)
             log = self._logs.pop(tp)
             self._log_root.pop(tp)
             log.close()
@@ -421,6 +434,8 @@ class LogManager:
         self._topics.topics.pop(name, None)
         self._write_topics()
         self.checkpoint_all()
+        for tp in [tp for tp in list(self.cleaner_manager.checkpoints()) if tp.topic == name]:
+            self.cleaner_manager.forget(tp)
         for path in renamed:
             if remove_now:
                 remove_partition_dir(path)
@@ -454,6 +469,8 @@ class LogManager:
             self._write_topics()
             for tp, log in self._logs.items():
                 if tp.topic == name:
+                    if log.config.is_compacted and not config.is_compacted:
+                        self.cleaner_manager.abort_cleaning(tp)
                     log.config = config
             return config
 
@@ -563,12 +580,48 @@ class LogManager:
         """
         results: list[tuple[TopicPartition, RetentionPlan]] = []
         for tp, log in sorted(self._logs.items()):
-            plan = log.plan_retention() if dry_run or self.read_only else log.apply_retention()
+            if dry_run or self.read_only:
+                plan = log.plan_retention()
+            else:
+                # Claim the log from the cleaner first, so the two never work on one log at
+                # once (KAFKA-7322); a log being cleaned gets its retention from the cleaner
+                # right after the round.
+                with self.cleaner_manager.deleting(tp) as claimed:
+                    if not claimed:
+                        continue
+                    plan = log.apply_retention()
             if not plan.is_empty:
                 results.append((tp, plan))
         if results and not dry_run and not self.read_only:
             self.checkpoint_log_start_offsets()
         return results
+
+    def _retain(self, tp: TopicPartition, log: Log) -> RetentionPlan | None:
+        """Retention on one log the cleaner holds (after cleaning it); checkpoints follow."""
+        if self.read_only:
+            return None
+        plan = log.apply_retention()
+        if not plan.is_empty:
+            self.checkpoint_log_start_offsets()
+        return plan
+
+    # --- the log cleaner ------------------------------------------------------------------------
+    def clean_once(self, *, topic: str | None = None) -> list[CleanResult]:
+        """One cleaner pass now (``seglog clean --once``): every cleanable log once."""
+        self._check_writable()
+        if topic is not None and topic not in self._topics.topics:
+            raise UnknownTopicError(f"topic {topic!r} does not exist")
+        return self.log_cleaner.clean_once(topic=topic)
+
+    def plan_cleaning(self, *, topic: str | None = None) -> list[CleanPlan]:
+        """What a cleaner pass would do, per compacted partition (changes nothing)."""
+        if topic is not None and topic not in self._topics.topics:
+            raise UnknownTopicError(f"topic {topic!r} does not exist")
+        return self.log_cleaner.plan(topic=topic)
+
+    def cleaner_checkpoints(self) -> dict[TopicPartition, int]:
+        """Every partition's ``cleaner-offset-checkpoint`` entry."""
+        return self.cleaner_manager.checkpoints()
 
     def delete_records(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """DeleteRecords for several partitions (offset -1 = high watermark); returns each new
@@ -640,6 +693,7 @@ class LogManager:
         with self._lock:
             if self._closed:
                 return
+            self.log_cleaner.stop()
             self.scheduler.shutdown()
             self._flush_executor.shutdown(wait=True)
             try:
@@ -659,6 +713,7 @@ class LogManager:
         with self._lock:
             if self._closed:
                 return
+            self.log_cleaner.stop()
             self.scheduler.shutdown()
             self._flush_executor.shutdown(wait=True)
             for log in self._logs.values():

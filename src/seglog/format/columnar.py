@@ -113,6 +113,9 @@ class BatchColumns:
     partition_leader_epoch: Int32Array
     records_count: Int32Array  # as the header says (control batches too)
     record_start: Int64Array  # len + 1 entries: rows of each entry's records
+    # Where a v2 batch's (decompressed) records section starts in ``RecordColumns.data``;
+    # -1 for an entry whose records were not scanned (excluded control batch, legacy entry).
+    records_position: Int64Array
 
     def __len__(self) -> int:
         return len(self.position)
@@ -754,7 +757,9 @@ def _batch_columns(frames: Int64Array, plan: _Plan, base_position: int) -> Batch
         partition_leader_epoch=frames[codes.FRAME_PARTITION_LEADER_EPOCH].astype(np.int32),
         records_count=frames[codes.FRAME_RECORDS_COUNT].astype(np.int32),
         record_start=plan.record_start,
+        records_position=np.full(frames.shape[1], -1, dtype=np.int64),
     )
+    columns.records_position[plan.sections["batch"]] = plan.sections["start"]
     for index, entry, records in plan.legacy_rows.entries:
         columns.base_offset[index] = records[0].offset if records else entry.offset
         columns.last_offset[index] = entry.offset

@@ -17,11 +17,14 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from seglog.storage.fault_points import reached
+
 TMP_SUFFIX = ".tmp"
 
 
 def fsync_directory(directory: Path) -> None:
     """fsync a directory so renames and creations inside it are durable."""
+    reached("fsync-dir", directory)
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -32,9 +35,12 @@ def fsync_directory(directory: Path) -> None:
 def write_file_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` durably: tmp file, fsync, rename, directory fsync."""
     tmp = path.with_name(path.name + TMP_SUFFIX)
+    reached("write", tmp)
     with open(tmp, "wb") as handle:
         handle.write(data)
         handle.flush()
+        reached("fsync", tmp)
         os.fsync(handle.fileno())
+    reached("rename", path)
     os.replace(tmp, path)
     fsync_directory(path.parent)

@@ -46,6 +46,7 @@ from seglog.format.index import (
     sanity_check_offset_index,
     sanity_check_time_index,
 )
+from seglog.storage.fault_points import reached
 
 INT32_MAX = (1 << 31) - 1
 NO_TIMESTAMP = -1
@@ -155,6 +156,7 @@ class _IndexFile:
         """Write entries appended since the last sync to the file (one ``pwrite``)."""
         if self._pending:
             data = bytes(self._pending)
+            reached("write", self.path)
             os.pwrite(self._open_for_write(), data, self._written * self.entry_bytes)
             self._written += len(self._pending) // self.entry_bytes
             self._pending.clear()
@@ -198,6 +200,7 @@ class _IndexFile:
             return
         self.sync()
         fd = self._open_for_write()
+        reached("write", self.path)
         os.ftruncate(fd, len(self._keys) * self.entry_bytes)
 
     def resize_to_max(self) -> None:
@@ -211,6 +214,7 @@ class _IndexFile:
         """Write pending entries and fsync the file, if it was written."""
         self.sync()
         if self._fd is not None:
+            reached("fsync", self.path)
             os.fsync(self._fd)
 
     def close(self) -> None:

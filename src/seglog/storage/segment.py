@@ -30,6 +30,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
+
 from seglog.core.append_validation import BatchSpan
 from seglog.errors import CorruptRecordError, InvalidRecordError, UnreadableFileError
 from seglog.format.batch import LOG_OVERHEAD, MAGIC_V2
@@ -41,6 +44,10 @@ from seglog.format.names import (
     filename_prefix_from_offset,
 )
 from seglog.format.reader import Batch, BatchReader, EndKind
+from seglog.kernels import walk_batches
+from seglog.kernels.codes import END_CLEAN, FRAME_FIELDS
+from seglog.storage.fault_points import reached
+from seglog.storage.files import map_file_readonly
 from seglog.storage.index_file import NO_TIMESTAMP, OffsetIndexFile, TimeIndexFile
 
 INT32_MAX = (1 << 31) - 1
@@ -279,6 +286,7 @@ class LogSegment:
             raise InvalidRecordError(f"segment {self.log_path} would pass 2 GiB")
         if position == 0:
             self._rolling_based_timestamp = max(b[3] for b in batches)
+        reached("write", self.log_path)
         _write_all(self._fd, buffers, size, position)
         self.size = position + size
         self._ensure_max_timestamp()
@@ -566,6 +574,7 @@ class LogSegment:
     def flush(self) -> None:
         """fsync the ``.log`` and both indexes."""
         if self._fd is not None and self.writable:
+            reached("fsync", self.log_path)
             os.fsync(self._fd)
         self.offset_index.flush()
         self.time_index.flush()
@@ -596,11 +605,15 @@ class LogSegment:
         old_txn = self._path(TXN_INDEX_SUFFIX)
         self.file_suffix = new_suffix
         new_log = self._path(LOG_SUFFIX)
+        reached("rename", new_log)
         os.replace(self.log_path, new_log)
         self.log_path = new_log
+        reached("rename", self._path(INDEX_SUFFIX))
         self.offset_index.rename_to(self._path(INDEX_SUFFIX))
+        reached("rename", self._path(TIME_INDEX_SUFFIX))
         self.time_index.rename_to(self._path(TIME_INDEX_SUFFIX))
         if old_txn.exists():
+            reached("rename", self._path(TXN_INDEX_SUFFIX))
             os.replace(old_txn, self._path(TXN_INDEX_SUFFIX))
 
     def delete_files(self) -> None:
@@ -608,4 +621,46 @@ class LogSegment:
         paths = self.files()
         self.close()
         for path in paths:
+            reached("unlink", path)
             path.unlink(missing_ok=True)
+
+    # --- what the log cleaner needs ------------------------------------------------------------
+    def read_into(self, position: int, buffer: memoryview) -> int:
+        """Read up to ``len(buffer)`` bytes of the ``.log`` at ``position`` into ``buffer``."""
+        if self._fd is None:
+            raise UnreadableFileError("segment is closed", path=str(self.log_path))
+        return os.preadv(self._fd, [buffer], position)
+
+    def batch_headers(self) -> npt.NDArray[np.int64]:
+        """Every entry's header fields (the frame walk's matrix, ``seglog.kernels.codes``
+        rows), read through a short-lived read-only map; records are not decoded."""
+        size = self.size
+        if size == 0:
+            return np.empty((FRAME_FIELDS, 0), dtype=np.int64)
+        with map_file_readonly(self.log_path) as view:
+            data = np.frombuffer(view, dtype=np.uint8, count=min(size, len(view)))
+            walk = walk_batches(data, check_offsets=False)
+            del data
+        if walk.end_code != END_CLEAN:
+            raise CorruptRecordError(
+                f"batch framing broken (frame walk end code {walk.end_code})",
+                position=walk.end_position,
+                path=str(self.log_path),
+            )
+        return walk.frames
+
+    def set_last_modified(self, mtime_ms: int) -> None:
+        """Set the modification time of every file of the segment (the cleaner keeps the
+        replaced group's last modification time on its output, spec §5.7)."""
+        for path in self.files():
+            reached("utime", path)
+            os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+
+    @staticmethod
+    def remove_files_with_suffix(directory: Path, base_offset: int, suffix: str) -> None:
+        """Remove ``{base}.log{suffix}`` and its index files (stale ``.cleaned`` leftovers)."""
+        for name in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+            path = segment_path(directory, base_offset, name + suffix)
+            if path.exists():
+                reached("unlink", path)
+                path.unlink(missing_ok=True)

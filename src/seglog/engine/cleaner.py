@@ -1,0 +1,675 @@
+"""One cleaning round over one log: Kafka's ``Cleaner.doClean`` (spec ``kafka-cleaner.md`` §3, §5).
+
+A round, given a :class:`~seglog.core.cleaning.LogToClean` chosen by the cleaner manager:
+
+0. **Pre-pass** over every segment's batch headers (the numba frame walk over a read-only
+   map; records are not decoded): a log holding transactional batches or control records is
+   refused with :class:`TransactionalDataError` before anything is written (seglog has no
+   transaction-aware cleaning yet, and cleaning such data without it would resurrect aborted
+   records); legacy v0/v1 entries likewise (:class:`LegacyFormatError`). The same pass finds
+   each idempotent producer's last data batch, which Kafka never removes (only empties) while
+   the producer is active (``producer.id.expiration.ms``).
+1. **Build the offset map** over ``[first_dirty_offset, first_uncleanable_offset)``: every
+   keyed record at or above the first dirty offset is put (key hash -> offset). When the map
+   reaches its limit the build stops *before* the next keyed put; the round then covers only
+   up to the last offset put (``end_offset = latest_offset + 1``), the next round goes on
+   from there (partial cleaning). A fully read segment moves ``latest_offset`` to its end.
+2. **Group** every segment from the log's first one up to ``end_offset`` by size, index size
+   and offset span (:func:`~seglog.core.cleaning.group_segments_by_size`): the whole clean
+   section is recopied too, which is how old tombstones eventually expire.
+3. **Clean each group** into one ``{first base}.log.cleaned`` segment, reading in bounded
+   chunks: per record, keep iff its offset is past the map's range, or it has a key and no
+   later offset of that key is in the map, and (for a tombstone) its batch's delete horizon
+   has not passed. Per batch: copied byte for byte when nothing changes; rebuilt (same base
+   and last offset, producer fields, codec) when records go or a horizon must be stamped
+   (KIP-534: the first round that keeps a tombstone stamps ``now + delete.retention.ms``);
+   kept as a 61-byte empty header when emptied but it is an active producer's last batch or
+   ends exactly at the round's upper bound (Kafka 4.x); dropped otherwise. Indexes are built
+   by the normal append path; the segment is finished (final time-index entry, trim), fsynced
+   and given the group's last modification time.
+4. **Swap** it in with :meth:`seglog.engine.log.Log.replace_segments` (Kafka's
+   ``.cleaned`` -> ``.swap`` -> ``.deleted`` protocol, crash-safe at every step).
+
+The caller (the cleaner manager) writes ``end_offset`` to ``cleaner-offset-checkpoint`` only
+after the last group was swapped; a crash before that repeats a round, which is harmless
+because cleaning is idempotent.
+
+Aborts: ``check_done`` is called before each segment of the map build and each chunk read; it
+raises :class:`CleaningAbortedError` to stop (the current ``.cleaned`` files are deleted).
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from crc32c import crc32c
+
+from seglog.clock import Clock
+from seglog.core.cleaning import LogToClean, delete_horizon_ms, group_segments_by_size
+from seglog.core.offset_map import OffsetMap
+from seglog.engine.log import Log
+from seglog.errors import CorruptRecordError, SeglogError
+from seglog.format.batch import (
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    MAGIC_V2,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+)
+from seglog.format.columnar import RecordColumns, scan_columns
+from seglog.format.compression import CompressionType, compress
+from seglog.format.reader import EndKind
+from seglog.kernels import codes, numba_enabled
+from seglog.kernels.compact import (
+    ACTION_COPY,
+    ACTION_DROP,
+    ACTION_EMPTY,
+    ACTION_REBUILD,
+    BATCH_HEADER_BYTES,
+    DELETE_HORIZON_FLAG,
+    rewrite_batches_nb,
+)
+from seglog.kernels.compact_py import rewrite_batches_py
+from seglog.storage.segment import LogSegment
+
+READ_CHUNK_BYTES = 8 * 1024 * 1024
+_LOG_OVERHEAD = 12
+_SIZE_FIELD = struct.Struct(">i")
+_CRC_FIELD = struct.Struct(">I")
+_BATCH_LENGTH_FIELD = struct.Struct(">i")
+
+
+class CleaningAbortedError(SeglogError):
+    """The round was aborted (pause, deletion, shutdown); nothing was swapped in."""
+
+
+class UncleanableLogError(SeglogError):
+    """The log cannot be cleaned; the partition is marked uncleanable with this reason."""
+
+
+class TransactionalDataError(UncleanableLogError):
+    """The log holds transactional batches or control records (no transaction-aware cleaning)."""
+
+
+class LegacyFormatError(UncleanableLogError):
+    """The log holds legacy (v0/v1) entries, which this cleaner does not rewrite."""
+
+
+@dataclass
+class CleanerStats:
+    """One round's figures, as Kafka's ``CleanerStats`` (spec §8)."""
+
+    first_dirty_offset: int = 0
+    end_offset: int = 0
+    bytes_read: int = 0
+    messages_read: int = 0
+    bytes_written: int = 0
+    messages_written: int = 0
+    map_bytes_read: int = 0
+    map_messages_read: int = 0
+    invalid_messages_read: int = 0
+    map_keys: int = 0
+    map_slots: int = 0
+    buffer_utilization: float = 0.0
+    is_partial: bool = False  # the map filled: the round ended before the uncleanable offset
+    start_s: float = field(default_factory=time.monotonic)
+    map_complete_s: float = 0.0
+    end_s: float = 0.0
+    size_before_bytes: int = 0
+    size_after_bytes: int = 0
+    groups: int = 0
+
+    @property
+    def elapsed_secs(self) -> float:
+        """Seconds the whole round took."""
+        return max(self.end_s - self.start_s, 1e-9)
+
+    @property
+    def elapsed_index_secs(self) -> float:
+        """Seconds spent building the offset map."""
+        return max(self.map_complete_s - self.start_s, 0.0)
+
+    @property
+    def recopy_percent(self) -> int:
+        """Bytes written as a share of bytes read (Kafka's ``cleaner-recopy-percent``)."""
+        return int(100 * self.bytes_written / max(self.bytes_read, 1))
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures as a JSON-able dict."""
+        return {
+            "first_dirty_offset": self.first_dirty_offset,
+            "end_offset": self.end_offset,
+            "bytes_read": self.bytes_read,
+            "messages_read": self.messages_read,
+            "bytes_written": self.bytes_written,
+            "messages_written": self.messages_written,
+            "map_bytes_read": self.map_bytes_read,
+            "map_messages_read": self.map_messages_read,
+            "invalid_messages_read": self.invalid_messages_read,
+            "map_keys": self.map_keys,
+            "buffer_utilization": round(self.buffer_utilization, 6),
+            "is_partial": self.is_partial,
+            "elapsed_secs": round(self.elapsed_secs, 6),
+            "elapsed_index_secs": round(self.elapsed_index_secs, 6),
+            "size_before_bytes": self.size_before_bytes,
+            "size_after_bytes": self.size_after_bytes,
+            "groups": self.groups,
+            "recopy_percent": self.recopy_percent,
+        }
+
+    def summary(self, name: str) -> str:
+        """Kafka's INFO summary of a round, in its words."""
+        mb = 1024.0 * 1024.0
+        elapsed = self.elapsed_secs
+        index_secs = self.elapsed_index_secs
+        clean_secs = max(elapsed - index_secs, 1e-9)
+        lines = [
+            f"Log cleaner thread finished cleaning {name} (dirty section = "
+            f"[{self.first_dirty_offset}, {self.end_offset}])",
+            f"\t{self.bytes_read / mb:.1f} MB of log processed in {elapsed:.1f} seconds "
+            f"({self.bytes_read / mb / elapsed:.1f} MB/sec).",
+            f"\tIndexed {self.map_bytes_read / mb:.1f} MB in {index_secs:.1f} seconds "
+            f"({self.map_bytes_read / mb / max(index_secs, 1e-9):.1f} Mb/sec, "
+            f"{100 * index_secs / elapsed:.1f}% of total time)",
+            f"\tBuffer utilization: {100 * self.buffer_utilization:.1f}%",
+            f"\tCleaned {self.bytes_read / mb:.1f} MB in {clean_secs:.1f} seconds "
+            f"({self.bytes_read / mb / clean_secs:.1f} Mb/sec, "
+            f"{100 * clean_secs / elapsed:.1f}% of total time)",
+            f"\tStart size: {self.bytes_read / mb:.1f} MB ({self.messages_read} messages)",
+            f"\tEnd size: {self.bytes_written / mb:.1f} MB ({self.messages_written} messages)",
+            f"\t{100 - 100 * self.bytes_written / max(self.bytes_read, 1):.1f}% size "
+            f"reduction ({100 - 100 * self.messages_written / max(self.messages_read, 1):.1f}% "
+            "fewer messages)",
+        ]
+        if self.invalid_messages_read:
+            lines.append(f"\tFound {self.invalid_messages_read} invalid messages (no key)")
+        return "\n".join(lines)
+
+
+class Throttler:
+    """Kafka's shared cleaner I/O throttle: sleep when the observed rate over the last
+    period (at least ``check_interval_s``) exceeds ``bytes_per_second`` (spec §8)."""
+
+    def __init__(
+        self,
+        bytes_per_second: float,
+        *,
+        check_interval_s: float = 0.3,
+        monotonic: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if bytes_per_second <= 0:
+            raise ValueError("bytes_per_second must be positive")
+        self.bytes_per_second = bytes_per_second
+        self.check_interval_s = check_interval_s
+        self._monotonic = monotonic
+        self._sleep = sleep
+        self._period_start = monotonic()
+        self._observed = 0.0
+        self.total_bytes = 0
+        self.slept_s = 0.0
+
+    def maybe_throttle(self, byte_count: int) -> None:
+        """Account ``byte_count`` bytes and sleep if the period's rate is above the target."""
+        self.total_bytes += byte_count
+        if self.bytes_per_second >= 1e300:
+            return
+        self._observed += byte_count
+        now = self._monotonic()
+        elapsed = now - self._period_start
+        if elapsed < self.check_interval_s:
+            return
+        rate = self._observed / elapsed
+        if rate > self.bytes_per_second:
+            pause = self._observed / self.bytes_per_second - elapsed
+            if pause > 0:
+                self._sleep(pause)
+                self.slept_s += pause
+        self._period_start = self._monotonic()
+        self._observed = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Producers:
+    """Per active idempotent producer, the last offset of its last data batch."""
+
+    last_data_offset: dict[int, int]
+
+
+def _never_done() -> None:
+    return None
+
+
+class Cleaner:
+    """Cleans one log at a time with its own offset map (one per cleaner thread)."""
+
+    def __init__(
+        self,
+        offset_map: OffsetMap,
+        *,
+        clock: Clock,
+        throttler: Throttler | None = None,
+        producer_id_expiration_ms: int = 24 * 3600 * 1000,
+        read_chunk_bytes: int = READ_CHUNK_BYTES,
+        max_read_chunk_bytes: int = 64 * 1024 * 1024,
+        use_numba: bool | None = None,
+    ) -> None:
+        self.offset_map = offset_map
+        self.clock = clock
+        self.throttler = throttler or Throttler(float("inf"))
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self.read_chunk_bytes = read_chunk_bytes
+        self.max_read_chunk_bytes = max(max_read_chunk_bytes, read_chunk_bytes)
+        self.use_numba = numba_enabled() if use_numba is None else use_numba
+        self._buffer = np.empty(read_chunk_bytes, dtype=np.uint8)
+        self._out = np.empty(0, dtype=np.uint8)
+        self._consumed = 0
+
+    # --- the round -----------------------------------------------------------------------------
+    def clean(
+        self,
+        log: Log,
+        to_clean: LogToClean,
+        *,
+        now_ms: int | None = None,
+        check_done: Callable[[], None] = _never_done,
+    ) -> tuple[int, CleanerStats]:
+        """Clean ``log`` once (module docstring); returns (end offset, stats)."""
+        now = self.clock.now_ms() if now_ms is None else now_ms
+        stats = CleanerStats(first_dirty_offset=to_clean.first_dirty_offset)
+        stats.size_before_bytes = log.size_bytes()
+        producers = self._pre_pass(log, now)
+        offset_map = self.offset_map
+        offset_map.clear()
+        upper_bound = to_clean.first_uncleanable_offset
+        self._build_offset_map(log, to_clean.first_dirty_offset, upper_bound, stats, check_done)
+        end_offset = offset_map.latest_offset + 1
+        stats.end_offset = end_offset
+        stats.is_partial = end_offset < upper_bound
+        stats.map_complete_s = time.monotonic()
+        stats.map_keys = offset_map.size
+        stats.map_slots = offset_map.slots
+        horizon = delete_horizon_ms(now, log.config.delete_retention_ms)
+        segments = [s for s in log.segments[:-1] if s.base_offset < end_offset]
+        facts = {f.base_offset: f for f in log.cleaner_segment_facts()}
+        groups = group_segments_by_size(
+            [facts[s.base_offset] for s in segments],
+            max_size_bytes=log.config.segment_bytes,
+            max_index_bytes=log.config.segment_index_bytes,
+            first_uncleanable_offset=upper_bound,
+        )
+        by_base = {s.base_offset: s for s in segments}
+        for group in groups:
+            check_done()
+            self._clean_group(
+                log,
+                [by_base[f.base_offset] for f in group],
+                stats=stats,
+                now_ms=now,
+                horizon_ms=horizon,
+                upper_bound=upper_bound,
+                producers=producers,
+                check_done=check_done,
+            )
+        stats.groups = len(groups)
+        stats.buffer_utilization = offset_map.utilization
+        stats.size_after_bytes = log.size_bytes()
+        stats.end_s = time.monotonic()
+        return end_offset, stats
+
+    # --- step 0: headers -----------------------------------------------------------------------
+    def _pre_pass(self, log: Log, now_ms: int) -> _Producers:
+        last_offset: dict[int, int] = {}
+        last_timestamp: dict[int, int] = {}
+        for segment in log.segments:
+            frames = segment.batch_headers()
+            if frames.shape[1] == 0:
+                continue
+            magic = frames[codes.FRAME_MAGIC]
+            attributes = frames[codes.FRAME_ATTRIBUTES]
+            if (magic != MAGIC_V2).any():
+                position = int(frames[codes.FRAME_POSITION][np.argmax(magic != MAGIC_V2)])
+                raise LegacyFormatError(
+                    f"{log.topic_partition}: {segment.log_path.name} holds a legacy (v0/v1) "
+                    f"message set at position {position}; seglog cleans only v2 batches "
+                    "(Kafka 4 rewrites legacy entries as v2 while cleaning)"
+                )
+            special = (attributes & (TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK)) != 0
+            if special.any():
+                first = int(np.argmax(special))
+                raise TransactionalDataError(
+                    f"{log.topic_partition}: {segment.log_path.name} holds a transactional or "
+                    f"control batch at offset {int(frames[codes.FRAME_BASE_OFFSET][first])}; "
+                    "seglog has no transaction-aware cleaning yet, so this log is not cleaned"
+                )
+            producer = frames[codes.FRAME_PRODUCER_ID]
+            idempotent = np.flatnonzero(producer >= 0)
+            if len(idempotent):
+                last = frames[codes.FRAME_BASE_OFFSET] + frames[codes.FRAME_LAST_OFFSET_DELTA]
+                stamps = frames[codes.FRAME_MAX_TIMESTAMP]
+                for i in idempotent.tolist():
+                    pid = int(producer[i])
+                    last_offset[pid] = int(last[i])
+                    last_timestamp[pid] = int(stamps[i])
+        expiry = self.producer_id_expiration_ms
+        active = {
+            pid: offset
+            for pid, offset in last_offset.items()
+            if now_ms - last_timestamp[pid] < expiry
+        }
+        return _Producers(active)
+
+    # --- step 1: the offset map ------------------------------------------------------------------
+    def _build_offset_map(
+        self,
+        log: Log,
+        start: int,
+        end: int,
+        stats: CleanerStats,
+        check_done: Callable[[], None],
+    ) -> None:
+        segments = [s for s in log.segments if s.base_offset < end]
+        dirty = [
+            s
+            for i, s in enumerate(segments)
+            if (segments[i + 1].base_offset if i + 1 < len(segments) else end) > start
+        ]
+        offset_map = self.offset_map
+        for i, segment in enumerate(dirty):
+            check_done()
+            segment_end = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
+            _, from_position = segment.offset_index.lookup(start)
+            full = False
+            for _, columns in self._chunks(segment, from_position, check_done):
+                stop = offset_map.put_columns(
+                    columns.data,
+                    columns.key_position,
+                    columns.key_length,
+                    columns.offset,
+                    min_offset=start,
+                )
+                stats.map_messages_read += stop
+                stats.map_bytes_read += self._consumed
+                if stop < len(columns):
+                    full = True
+                    break
+                if len(columns.batches):
+                    last = int(columns.batches.last_offset[-1])
+                    if last >= start:
+                        offset_map.update_latest_offset(last)
+            if full:
+                return
+            offset_map.update_latest_offset(segment_end - 1)
+
+    def _chunks(self, segment: LogSegment, position: int, check_done: Callable[[], None]) -> Any:
+        """Yield (position, columns) for whole batches of ``segment`` from ``position`` on,
+        read in bounded chunks; ``self._consumed`` is the bytes each chunk covered."""
+        size = segment.size
+        while position < size:
+            check_done()
+            want = min(len(self._buffer), size - position)
+            view = memoryview(self._buffer)[:want]  # type: ignore[arg-type]
+            got = segment.read_into(position, view)
+            self.throttler.maybe_throttle(got)
+            chunk = self._buffer[:got]
+            columns = scan_columns(
+                chunk, verify_crc=True, base_position=position, use_numba=self.use_numba
+            )
+            end = columns.end
+            consumed = (end.position - position) if end.kind is not EndKind.CLEAN else got
+            if end.kind is EndKind.CORRUPT:
+                raise CorruptRecordError(
+                    f"{end.reason} while cleaning",
+                    position=end.position,
+                    path=str(segment.log_path),
+                )
+            if consumed == 0:
+                self._grow_buffer(segment, position)
+                continue
+            if end.kind is EndKind.TORN_TAIL and position + got >= size and consumed < got:
+                raise CorruptRecordError(
+                    "torn batch at the end of a closed segment",
+                    position=end.position,
+                    path=str(segment.log_path),
+                )
+            self._consumed = consumed
+            yield position, columns
+            position += consumed
+
+    def _grow_buffer(self, segment: LogSegment, position: int) -> None:
+        """A batch larger than the read buffer: grow to exactly its size (Kafka's rule)."""
+        head = bytearray(_LOG_OVERHEAD)
+        segment.read_into(position, memoryview(head))
+        (size,) = _SIZE_FIELD.unpack_from(head, 8)
+        need = size + _LOG_OVERHEAD
+        if size <= 0 or need <= len(self._buffer):
+            raise CorruptRecordError(
+                f"cannot read the batch (size field {size})",
+                position=position,
+                path=str(segment.log_path),
+            )
+        if need > segment.size - position:
+            raise CorruptRecordError(
+                f"batch of {need} bytes runs past the end of the segment",
+                position=position,
+                path=str(segment.log_path),
+            )
+        if need > self.max_read_chunk_bytes:
+            raise UncleanableLogError(
+                f"batch of {need} bytes at position {position} of {segment.log_path} is larger "
+                f"than the cleaner's maximum read buffer ({self.max_read_chunk_bytes} bytes)"
+            )
+        self._buffer = np.empty(need, dtype=np.uint8)
+
+    # --- steps 3-4: one group --------------------------------------------------------------------
+    def _clean_group(
+        self,
+        log: Log,
+        group: list[LogSegment],
+        *,
+        stats: CleanerStats,
+        now_ms: int,
+        horizon_ms: int,
+        upper_bound: int,
+        producers: _Producers,
+        check_done: Callable[[], None],
+    ) -> None:
+        cleaned = log.new_cleaned_segment(group[0].base_offset)
+        try:
+            for segment in group:
+                for position, columns in self._chunks(segment, 0, check_done):
+                    self._clean_chunk(
+                        position,
+                        columns,
+                        cleaned,
+                        stats,
+                        now_ms=now_ms,
+                        horizon_ms=horizon_ms,
+                        upper_bound=upper_bound,
+                        producers=producers,
+                    )
+            cleaned.on_become_inactive()
+            cleaned.flush()
+            cleaned.set_last_modified(group[-1].last_modified_ms())
+            log.replace_segments([cleaned], group)
+        except BaseException:
+            cleaned.delete_files()
+            raise
+        # The buffer may have grown for one big batch; go back to the configured size.
+        if len(self._buffer) != self.read_chunk_bytes:
+            self._buffer = np.empty(self.read_chunk_bytes, dtype=np.uint8)
+
+    def _clean_chunk(
+        self,
+        chunk_position: int,
+        columns: RecordColumns,
+        cleaned: LogSegment,
+        stats: CleanerStats,
+        *,
+        now_ms: int,
+        horizon_ms: int,
+        upper_bound: int,
+        producers: _Producers,
+    ) -> None:
+        batches = columns.batches
+        batch_count = len(batches)
+        rows = len(columns)
+        consumed = self._consumed
+        stats.bytes_read += consumed
+        stats.messages_read += rows
+        if batch_count == 0:
+            return
+        offset_map = self.offset_map
+        latest = offset_map.latest_offset
+        keep = self._keep_flags(columns, now_ms, latest, stats)
+        record_start = batches.record_start
+        counts = np.diff(record_start)
+        kept_prefix = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
+        kept = kept_prefix[record_start[1:]] - kept_prefix[record_start[:-1]]
+        tombstone_kept = keep & (columns.value_length < 0)
+        tomb_prefix = np.concatenate(([0], np.cumsum(tombstone_kept, dtype=np.int64)))
+        tombstones = tomb_prefix[record_start[1:]] - tomb_prefix[record_start[:-1]]
+        has_horizon = (batches.attributes & DELETE_HORIZON_FLAG) != 0
+        set_horizon = (tombstones > 0) & ~has_horizon
+        unchanged = (kept == counts) & (counts > 0) & ~set_horizon
+        retain_empty = batches.last_offset + 1 == upper_bound
+        if producers.last_data_offset:
+            pids = batches.producer_id
+            for pid in np.unique(pids[pids >= 0]).tolist():
+                last = producers.last_data_offset.get(int(pid))
+                if last is not None:
+                    retain_empty |= (pids == pid) & (batches.last_offset == last)
+        action = np.where(
+            unchanged,
+            ACTION_COPY,
+            np.where(kept > 0, ACTION_REBUILD, np.where(retain_empty, ACTION_EMPTY, ACTION_DROP)),
+        ).astype(np.int8)
+        new_base = batches.base_timestamp.copy()
+        rebuild = action == ACTION_REBUILD
+        if rebuild.any():
+            kept_rows = np.flatnonzero(keep)
+            first_kept = kept_rows[
+                np.minimum(np.searchsorted(kept_rows, record_start[:-1]), len(kept_rows) - 1)
+            ]
+            plain = rebuild & ~has_horizon & ~set_horizon
+            new_base[plain] = columns.timestamp[first_kept[plain]]
+            new_base[set_horizon] = horizon_ms
+        src = self._buffer
+        out_need = consumed + 10 * rows + BATCH_HEADER_BYTES
+        if len(self._out) < out_need:
+            self._out = np.empty(max(out_need, len(self._out) * 2), dtype=np.uint8)
+        out = self._out
+        out_position = np.zeros(batch_count, dtype=np.int64)
+        out_bytes = np.zeros(batch_count, dtype=np.int64)
+        out_max_timestamp = np.zeros(batch_count, dtype=np.int64)
+        rewrite = rewrite_batches_nb if self.use_numba else rewrite_batches_py
+        positions = batches.position - chunk_position  # where each batch is in ``src``
+        total = rewrite(
+            src,
+            columns.data,
+            positions,
+            batches.batch_length.astype(np.int64) + _LOG_OVERHEAD,
+            action,
+            batches.records_position,
+            record_start,
+            new_base,
+            set_horizon.astype(np.uint8),
+            ((batches.attributes & TIMESTAMP_TYPE_MASK) != 0).astype(np.uint8),
+            keep.astype(np.uint8),
+            columns.timestamp,
+            out,
+            out_position,
+            out_bytes,
+            out_max_timestamp,
+        )
+        buffers, spans, written = self._finish_batches(
+            out, int(total), action, batches, out_position, out_bytes, out_max_timestamp
+        )
+        stats.messages_written += int(kept.sum())
+        stats.bytes_written += written
+        if spans:
+            cleaned.append(buffers, written, spans)
+            self.throttler.maybe_throttle(written)
+
+    def _keep_flags(
+        self, columns: RecordColumns, now_ms: int, latest: int, stats: CleanerStats
+    ) -> npt.NDArray[np.bool_]:
+        """Kafka's ``shouldRetainRecord`` (spec §5.3) for every row at once."""
+        offsets = columns.offset
+        beyond = offsets > latest
+        has_key = columns.key_length >= 0
+        found = self.offset_map.get_columns(columns.data, columns.key_position, columns.key_length)
+        batches = columns.batches
+        has_horizon = (batches.attributes & DELETE_HORIZON_FLAG) != 0
+        keep_delete = ~has_horizon | (now_ms < batches.base_timestamp)
+        is_live_value = columns.value_length >= 0
+        keep: npt.NDArray[np.bool_] = beyond | (
+            has_key & (offsets >= found) & (is_live_value | keep_delete[columns.batch_index])
+        )
+        stats.invalid_messages_read += int((~beyond & ~has_key).sum())
+        return keep
+
+    def _finish_batches(
+        self,
+        out: npt.NDArray[np.uint8],
+        total: int,
+        action: npt.NDArray[np.int8],
+        batches: Any,
+        out_position: npt.NDArray[np.int64],
+        out_bytes: npt.NDArray[np.int64],
+        out_max_timestamp: npt.NDArray[np.int64],
+    ) -> tuple[list[Any], list[tuple[int, int, int, int]], int]:
+        """CRC (and compress) the rebuilt batches; the buffers and spans to append."""
+        view = memoryview(out)  # type: ignore[arg-type]
+        written_batches = np.flatnonzero(action != ACTION_DROP)
+        if len(written_batches) == 0:
+            return [], [], 0
+        changed = np.flatnonzero((action == ACTION_REBUILD) | (action == ACTION_EMPTY))
+        codec = batches.attributes & COMPRESSION_CODEC_MASK
+        replaced: dict[int, bytes] = {}
+        for b in changed.tolist():
+            start = int(out_position[b])
+            size = int(out_bytes[b])
+            if action[b] == ACTION_REBUILD and codec[b] != 0:
+                body = compress(
+                    CompressionType(int(codec[b])),
+                    view[start + BATCH_HEADER_BYTES : start + size],
+                )
+                batch = bytearray(view[start : start + BATCH_HEADER_BYTES])
+                batch += body
+                _BATCH_LENGTH_FIELD.pack_into(batch, 8, len(batch) - _LOG_OVERHEAD)
+                _CRC_FIELD.pack_into(batch, 17, crc32c(memoryview(batch)[21:]))
+                replaced[b] = bytes(batch)
+            else:
+                _CRC_FIELD.pack_into(out, start + 17, crc32c(view[start + 21 : start + size]))
+        buffers: list[Any] = []
+        spans: list[tuple[int, int, int, int]] = []
+        last_offsets = batches.last_offset
+        cursor = 0
+        if not replaced:
+            buffers.append(view[:total])
+            for b in written_batches.tolist():
+                spans.append(
+                    (
+                        int(out_position[b]),
+                        int(out_bytes[b]),
+                        int(last_offsets[b]),
+                        int(out_max_timestamp[b]),
+                    )
+                )
+            return buffers, spans, total
+        for b in written_batches.tolist():
+            piece: Any = replaced.get(b)
+            if piece is None:
+                start = int(out_position[b])
+                piece = view[start : start + int(out_bytes[b])]
+            buffers.append(piece)
+            spans.append((cursor, len(piece), int(last_offsets[b]), int(out_max_timestamp[b])))
+            cursor += len(piece)
+        return buffers, spans, cursor
