@@ -189,7 +189,7 @@ def test_kip_534_tombstone_horizon(manager: LogManager, clock: ManualClock) -> N
     t0 = clock.now_ms()
     manager.clean_once()
     assert [(o, k, v) for o, k, v in contents(log)] == [(1, b"k", None), (2, b"other", b"x")]
-    tomb_batch = [b for b in batches_of(log) if b[0] == 1][0]
+    tomb_batch = next(b for b in batches_of(log) if b[0] == 1)
     assert tomb_batch[2] & 0x40 and tomb_batch[3] == t0 + retention
     # Each later round needs dirty bytes to be chosen again.
     clock.advance(retention - 1)

@@ -647,7 +647,7 @@ class Cleaner:
                 _CRC_FIELD.pack_into(batch, 17, crc32c(memoryview(batch)[21:]))
                 replaced[b] = bytes(batch)
             else:
-                _CRC_FIELD.pack_into(out, start + 17, crc32c(view[start + 21 : start + size]))
+                _CRC_FIELD.pack_into(view, start + 17, crc32c(view[start + 21 : start + size]))
         buffers: list[Any] = []
         spans: list[tuple[int, int, int, int]] = []
         last_offsets = batches.last_offset
