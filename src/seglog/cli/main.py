@@ -28,6 +28,7 @@ from types import ModuleType
 
 from seglog import __version__
 from seglog.cli import (
+    clean,
     consume,
     delete_records,
     demo,
@@ -36,6 +37,7 @@ from seglog.cli import (
     produce,
     retention,
     topics,
+    verify,
 )
 from seglog.cli.common import add_global_options
 from seglog.errors import SeglogError
@@ -54,8 +56,10 @@ SUBCOMMANDS: tuple[ModuleType, ...] = (
     consume,
     delete_records,
     retention,
+    clean,
     log_dirs,
     dump_log,
+    verify,
     demo,
 )
 
