@@ -163,14 +163,14 @@ class CleanerStats:
             "recopy_percent": self.recopy_percent,
         }
 
-    def summary(self, name: str) -> str:
+    def summary(self, name: str, *, thread: int = 0) -> str:
         """Kafka's INFO summary of a round, in its words."""
         mb = 1024.0 * 1024.0
         elapsed = self.elapsed_secs
         index_secs = self.elapsed_index_secs
         clean_secs = max(elapsed - index_secs, 1e-9)
         lines = [
-            f"Log cleaner thread finished cleaning {name} (dirty section = "
+            f"Log cleaner thread {thread} cleaned log {name} (dirty section = "
             f"[{self.first_dirty_offset}, {self.end_offset}])",
             f"\t{self.bytes_read / mb:.1f} MB of log processed in {elapsed:.1f} seconds "
             f"({self.bytes_read / mb / elapsed:.1f} MB/sec).",
@@ -181,8 +181,8 @@ class CleanerStats:
             f"\tCleaned {self.bytes_read / mb:.1f} MB in {clean_secs:.1f} seconds "
             f"({self.bytes_read / mb / clean_secs:.1f} Mb/sec, "
             f"{100 * clean_secs / elapsed:.1f}% of total time)",
-            f"\tStart size: {self.bytes_read / mb:.1f} MB ({self.messages_read} messages)",
-            f"\tEnd size: {self.bytes_written / mb:.1f} MB ({self.messages_written} messages)",
+            f"\tStart size: {self.bytes_read / mb:.1f} MB ({self.messages_read:,} messages)",
+            f"\tEnd size: {self.bytes_written / mb:.1f} MB ({self.messages_written:,} messages)",
             f"\t{100 - 100 * self.bytes_written / max(self.bytes_read, 1):.1f}% size "
             f"reduction ({100 - 100 * self.messages_written / max(self.messages_read, 1):.1f}% "
             "fewer messages)",

@@ -173,7 +173,7 @@ class LogCleaner:
             return CleanResult(tp, None, reason)
         finally:
             manager.done_cleaning(tp, log, end_offset)
-        LOG.info("%s", stats.summary(str(tp)))
+        LOG.info("%s", stats.summary(str(tp), thread=index))
         with self._lock:
             self.last_stats[index] = stats
             self.history.append((tp, stats))
@@ -203,13 +203,15 @@ class LogCleaner:
         """One pass: clean every cleanable log once (filthiest first), then retention."""
         results: list[CleanResult] = []
         done: set[TopicPartition] = set()
-        while True:
+        while not self._stop.is_set():
             now = self.clock.now_ms()
             candidate = self.manager.grab_filthiest(now, topic=topic, skip=frozenset(done))
             if candidate is None:
                 break
             done.add(candidate.topic_partition)
             results.append(self._clean(0, candidate, now))
+        if self._stop.is_set():
+            return results
         self._retention_pass()
         self.manager.maintain_uncleanable()
         return results

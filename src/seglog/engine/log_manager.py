@@ -609,13 +609,13 @@ class LogManager:
     def clean_once(self, *, topic: str | None = None) -> list[CleanResult]:
         """One cleaner pass now (``seglog clean --once``): every cleanable log once."""
         self._check_writable()
-        if topic is not None and topic not in self._topics.topics:
+        if topic is not None and topic not in self.topic_names():
             raise UnknownTopicError(f"topic {topic!r} does not exist")
         return self.log_cleaner.clean_once(topic=topic)
 
     def plan_cleaning(self, *, topic: str | None = None) -> list[CleanPlan]:
         """What a cleaner pass would do, per compacted partition (changes nothing)."""
-        if topic is not None and topic not in self._topics.topics:
+        if topic is not None and topic not in self.topic_names():
             raise UnknownTopicError(f"topic {topic!r} does not exist")
         return self.log_cleaner.plan(topic=topic)
 
