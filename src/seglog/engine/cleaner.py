@@ -24,7 +24,8 @@ A round, given a :class:`~seglog.core.cleaning.LogToClean` chosen by the cleaner
    and last offset, producer fields, codec) when records go or a horizon must be stamped
    (KIP-534: the first round that keeps a tombstone stamps ``now + delete.retention.ms``);
    kept as a 61-byte empty header when emptied but it is an active producer's last batch or
-   ends exactly at the round's upper bound (Kafka 4.x); dropped otherwise. Indexes are built
+   ends exactly at the round's upper bound (Kafka 4.x) or ends its group (so recovery of an
+   interrupted swap always finds every replaced segment); dropped otherwise. Indexes are built
    by the normal append path; the segment is finished (final time-index entry, trim), fsynced
    and given the group's last modification time.
 4. **Swap** it in with :meth:`seglog.engine.log.Log.replace_segments` (Kafka's
@@ -481,6 +482,13 @@ class Cleaner:
         check_done: Callable[[], None],
     ) -> None:
         cleaned = log.new_cleaned_segment(group[0].base_offset)
+        # The group's last batch is kept (emptied if need be), so the cleaned segment's next
+        # offset passes every replaced segment's base: startup recovery of an interrupted swap
+        # removes exactly the live segments below the .swap segment's next offset, and a
+        # replaced segment above it would come back beside the cleaned one (a deliberate
+        # difference from Kafka, which keeps only the round's last batch; 61 bytes a group).
+        non_empty = [s for s in group if s.size > 0]
+        group_last_offset = non_empty[-1].next_offset() - 1 if non_empty else -1
         try:
             for segment in group:
                 for position, columns in self._chunks(segment, 0, check_done):
@@ -492,6 +500,7 @@ class Cleaner:
                         now_ms=now_ms,
                         horizon_ms=horizon_ms,
                         upper_bound=upper_bound,
+                        group_last_offset=group_last_offset,
                         producers=producers,
                     )
             cleaned.on_become_inactive()
@@ -515,6 +524,7 @@ class Cleaner:
         now_ms: int,
         horizon_ms: int,
         upper_bound: int,
+        group_last_offset: int,
         producers: _Producers,
     ) -> None:
         batches = columns.batches
@@ -538,7 +548,9 @@ class Cleaner:
         has_horizon = (batches.attributes & DELETE_HORIZON_FLAG) != 0
         set_horizon = (tombstones > 0) & ~has_horizon
         unchanged = (kept == counts) & (counts > 0) & ~set_horizon
-        retain_empty = batches.last_offset + 1 == upper_bound
+        retain_empty = (batches.last_offset + 1 == upper_bound) | (
+            batches.last_offset == group_last_offset
+        )
         if producers.last_data_offset:
             pids = batches.producer_id
             for pid in np.unique(pids[pids >= 0]).tolist():
