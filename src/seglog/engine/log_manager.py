@@ -169,6 +169,9 @@ class LogManager:
         self.meta: MetaProperties | None = None
         self._closed = False
         self._start_scheduler = start_scheduler
+        # Segments renamed .deleted and waiting for file.delete.delay.ms: their files are
+        # closed at shutdown (the .deleted files themselves are removed at the next startup).
+        self._pending_file_deletes: set[LogSegment] = set()
         self.cleaner_manager = CleanerManager(
             {root.directory.path: root.directory for root in self._roots},
             lambda: dict(self._logs),
@@ -566,9 +569,13 @@ class LogManager:
         """Unlink a ``.deleted`` segment after its topic's ``file.delete.delay.ms``."""
         log = self._logs.get(TopicPartition(*_topic_partition_of(segment.directory)))
         delay = (log.config if log else self.broker.log_defaults).file_delete_delay_ms
-        self.scheduler.schedule(
-            f"delete-file {segment.log_path.name}", segment.delete_files, delay_ms=delay
-        )
+        self._pending_file_deletes.add(segment)
+
+        def delete() -> None:
+            self._pending_file_deletes.discard(segment)
+            segment.delete_files()
+
+        self.scheduler.schedule(f"delete-file {segment.log_path.name}", delete, delay_ms=delay)
 
     def run_retention(self, *, dry_run: bool = False) -> list[tuple[TopicPartition, RetentionPlan]]:
         """Retention over every log (the scheduler's ``kafka-log-retention`` task); returns
@@ -724,6 +731,9 @@ class LogManager:
 
     def _release(self) -> None:
         self._flush_executor.shutdown(wait=True)
+        for segment in list(self._pending_file_deletes):
+            segment.close()
+        self._pending_file_deletes.clear()
         for root in self._roots:
             root.directory.unlock()
 
