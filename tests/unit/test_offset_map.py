@@ -4,8 +4,9 @@ Oracles:
 
 * the reference SipHash test vectors (``vectors_sip128`` of veorq/SipHash ``vectors.h``: key
   bytes 0..15, message ``i`` = bytes 0..i-1, 16 output bytes = h0 then h1, little-endian);
-* numba kernels vs their Python twins: hashes, every table column, the counters and every
-  return value, on hypothesis-generated rows in small tables (probing and full stops happen);
+* numba kernels vs their Python twins: hashes, every word of the slot table (through its
+  three column views), the counters and every return value, on hypothesis-generated rows in
+  small tables (probing and full stops happen);
 * a dict model of spec §3 (latest offset per key, -1 when absent, null keys and rows below
   ``min_offset`` skipped, the ``size < limit`` check before every keyed put, overwrite included).
 """
@@ -455,6 +456,25 @@ def test_slots_prime_and_24_bytes_per_slot(memory_bytes: int, load_factor: float
     assert m.hash0.nbytes + m.hash1.nbytes + m.stored.nbytes == 24 * m.slots
     assert [a.dtype.str for a in (m.hash0, m.hash1, m.stored)] == ["<u8", "<u8", "<i8"]
     assert m.limit == int(m.slots * load_factor) <= m.slots
+
+
+@BOTH
+def test_slot_words_are_adjacent(use_numba: bool) -> None:
+    """One (slots, 3) table: slot s is the 24 contiguous bytes h0, h1, stored at 24 * s."""
+    m = OffsetMap(24 * 11, 1.0, hash_key=KEY, use_numba=use_numba)
+    views = (m.hash0, m.hash1, m.stored)
+    base = m.hash0.__array_interface__["data"][0]
+    assert [v.__array_interface__["data"][0] - base for v in views] == [0, 8, 16]
+    assert all(v.strides == (24,) and v.shape == (11,) for v in views)
+    table = m.stored.base  # the one array that owns all three columns
+    assert isinstance(table, np.ndarray) and table.shape == (11, 3) and table.nbytes == 24 * 11
+    assert all(v.base is table for v in views)
+    m.put(b"k", 41)
+    (slot,) = np.flatnonzero(m.stored)
+    h0, h1 = m.hash_columns(*columns([b"k"]))
+    word = int(m.hash0[slot]).to_bytes(8, "little") + int(m.hash1[slot]).to_bytes(8, "little")
+    assert word == int(h0[0]).to_bytes(8, "little") + int(h1[0]).to_bytes(8, "little")
+    assert (int(m.stored[slot]), m.get(b"k")) == (42, 41)
 
 
 def test_kafka_default_buffer() -> None:

@@ -5,9 +5,13 @@ range (oldest first) until the map is full, then the cleaner keeps a record only
 is the latest one the map holds for its key. The map never grows; it is cleared and reused for
 every round.
 
-Layout (exactly 24 bytes per slot, no Python object per key): three numpy columns of
-``slots`` entries, ``hash0`` and ``hash1`` (uint64, the key's 128-bit hash) and ``stored``
-(int64, the key's latest offset + 1, **0 = empty slot**). ``slots`` is the largest prime
+Layout (exactly 24 bytes per slot, no Python object per key): one C-contiguous int64 table of
+shape ``(slots, 3)`` whose row ``s`` is slot ``s``: the key's 128-bit hash (``h0``, ``h1``,
+kept as int64 words with the same bits) then ``stored`` (the key's latest offset + 1,
+**0 = empty slot**). A slot's 24 bytes are adjacent, so a probe touches one cache line (two
+for the rows that straddle a line boundary) instead of one per column. The ``hash0``,
+``hash1`` (uint64) and ``stored`` (int64) properties are read-only strided views of the
+table's columns. ``slots`` is the largest prime
 <= ``memory_bytes // 24`` and at most ``limit = int(slots * load_factor)`` keys go in, so the
 map uses ``24 * slots <= memory_bytes`` bytes whatever the keys. Kafka's defaults (128 MiB,
 0.9) give 5,592,373 slots and 5,033,135 keys per round (Kafka: 5,592,405 and
@@ -49,8 +53,12 @@ import numpy.typing as npt
 from seglog.errors import InvalidConfigError, OffsetMapFullError
 from seglog.kernels import numba_enabled
 from seglog.kernels.offset_map_py import (
+    COL_HASH0,
+    COL_HASH1,
+    COL_STORED,
     HASH_KEY_BYTES,
     SLOT_BYTES,
+    SLOT_WORDS,
     STATE_FIELDS,
     STATE_LATEST_OFFSET,
     STATE_LOOKUPS,
@@ -133,8 +141,6 @@ class OffsetMap:
     __slots__ = (
         "_fixed_key",
         "_get_impl",
-        "_hash0",
-        "_hash1",
         "_hash_impl",
         "_hash_key",
         "_k0",
@@ -144,7 +150,7 @@ class OffsetMap:
         "_put_impl",
         "_slots",
         "_state",
-        "_stored",
+        "_table",
         "_uses_numba",
     )
 
@@ -191,9 +197,8 @@ class OffsetMap:
         self._k0 = np.uint64(0)
         self._k1 = np.uint64(0)
         self._set_key(hash_key if hash_key is not None else os.urandom(HASH_KEY_BYTES))
-        self._hash0: UInt64Array = np.zeros(slots, dtype=np.uint64)
-        self._hash1: UInt64Array = np.zeros(slots, dtype=np.uint64)
-        self._stored: Int64Array = np.zeros(slots, dtype=np.int64)
+        # Row s = slot s: h0, h1 (int64 words with the hash's bits), offset + 1 (0 = empty).
+        self._table: Int64Array = np.zeros((slots, SLOT_WORDS), dtype=np.int64)
         self._state: Int64Array = np.zeros(STATE_FIELDS, dtype=np.int64)
         self._state[STATE_LATEST_OFFSET] = -1
         self._uses_numba = numba_enabled() if use_numba is None else (use_numba and numba_enabled())
@@ -283,23 +288,23 @@ class OffsetMap:
 
     @property
     def hash0(self) -> UInt64Array:
-        """Read-only view of the h0 column (diagnostics and tests)."""
-        return _read_only(self._hash0)
+        """Read-only uint64 view of the table's h0 column (strided; diagnostics and tests)."""
+        return _read_only(self._table[:, COL_HASH0].view(np.uint64))
 
     @property
     def hash1(self) -> UInt64Array:
-        """Read-only view of the h1 column (diagnostics and tests)."""
-        return _read_only(self._hash1)
+        """Read-only uint64 view of the table's h1 column (strided; diagnostics and tests)."""
+        return _read_only(self._table[:, COL_HASH1].view(np.uint64))
 
     @property
     def stored(self) -> Int64Array:
-        """Read-only view of the stored column: offset + 1, 0 for an empty slot."""
-        return _read_only(self._stored)
+        """Read-only view of the stored column: offset + 1, 0 for an empty slot (strided)."""
+        return _read_only(self._table[:, COL_STORED])
 
     # --- state changes ----------------------------------------------------------------------
     def clear(self) -> None:
         """Empty the map for a new round: zero ``stored``, reset counters, draw a new hash key."""
-        self._stored.fill(0)
+        self._table[:, COL_STORED] = 0
         self._state[:] = 0
         self._state[STATE_LATEST_OFFSET] = -1
         if not self._fixed_key:
@@ -329,9 +334,7 @@ class OffsetMap:
             self._limit,
             self._k0,
             self._k1,
-            self._hash0,
-            self._hash1,
-            self._stored,
+            self._table,
             self._state,
         )
         assert row == 1, "a put into a map below its limit always succeeds"
@@ -385,9 +388,7 @@ class OffsetMap:
             self._limit,
             self._k0,
             self._k1,
-            self._hash0,
-            self._hash1,
-            self._stored,
+            self._table,
             self._state,
         )
         return int(row)
@@ -421,9 +422,7 @@ class OffsetMap:
             key_length,
             self._k0,
             self._k1,
-            self._hash0,
-            self._hash1,
-            self._stored,
+            self._table,
             self._state,
             out,
         )

@@ -8,11 +8,14 @@ disabled with ``SEGLOG_DISABLE_NUMBA=1``). Callers go through
 :class:`seglog.core.offset_map.OffsetMap`, which checks the arguments and picks the
 implementation; the kernels trust them (key spans inside ``data``, arrays of one length).
 
-Layout: exactly 24 bytes per slot, in three numpy columns of ``slots`` entries
-    ``hash0[s]`` uint64, ``hash1[s]`` uint64: the key's SipHash-2-4-128 (h0, h1);
-    ``stored[s]`` int64: the key's latest offset + 1; **0 means the slot is empty**.
-No Python object per key. ``clear`` zeroes only ``stored``: hashes left in an empty slot are
-never read, because every probe looks at ``stored`` first.
+Layout: exactly 24 bytes per slot, in ONE C-contiguous int64 ``table`` of shape ``(slots, 3)``,
+so a slot's three words are adjacent in memory (a probe touches one cache line, or two when
+the 24-byte row straddles a 64-byte line boundary, which 2 rows in 8 do):
+    ``table[s, COL_HASH0]``, ``table[s, COL_HASH1]``: the key's SipHash-2-4-128 (h0, h1), each
+    kept as the int64 with the same 64 bits (only ever compared for equality);
+    ``table[s, COL_STORED]``: the key's latest offset + 1; **0 means the slot is empty**.
+No Python object per key. ``clear`` zeroes only the stored column: hashes left in an empty
+slot are never read, because every probe looks at the stored word first.
 
 Hash: SipHash-2-4 with 128-bit output (the reference ``siphash`` with ``outlen == 16``:
 ``v1 ^= 0xee`` at init, ``0xee`` into ``v2`` before the first finalization, ``0xdd`` into
@@ -28,11 +31,12 @@ caller keeps ``size < limit <= slots``. A get stops at an empty slot (absent), a
 hash (found) or after ``slots`` attempts (absent from a completely full table).
 
 Invariants (held between calls):
-    * ``size`` == number of slots with ``stored != 0`` <= ``limit`` <= ``slots``;
+    * ``size`` == number of slots with a non-zero stored word <= ``limit`` <= ``slots``;
     * no two non-empty slots hold the same ``(h0, h1)``;
     * a key's slot lies on its probe sequence after only non-empty slots (no deletes, so
       probing never skips over a hole);
-    * ``stored[s] - 1`` is the offset of the last put of that key since the last clear.
+    * ``table[s, COL_STORED] - 1`` is the offset of the last put of that key since the last
+      clear.
 
 Counters follow Kafka's: ``lookups`` +1 per put or get of a key, ``probes`` +1 per slot
 position computed (so ``probes >= lookups``), and every put sets ``latest_offset`` to the
@@ -49,10 +53,11 @@ risk Kafka accepts with MD5, made smaller and chosen-key proof.
 
 All kernels are ``nogil`` and ``cache=True`` and loop over every row inside one call. The put
 and get kernels work in blocks of ``PREFETCH_ROWS`` rows: pass 1 hashes the block and issues a
-prefetch (``llvm.prefetch``, a hint with no effect on results) of each row's first slot, pass 2
-does the puts or gets in row order exactly as the twin does. The cache misses of a block then
-overlap instead of following each other: 1.6-2.5x the throughput of a row-at-a-time loop when
-the table is far larger than the CPU caches.
+prefetch (``llvm.prefetch``, a hint with no effect on results) of each row's first slot (its
+first and last word, so both lines of a straddling row), pass 2 does the puts or gets in row
+order exactly as the twin does. The cache misses of a block then overlap instead of following
+each other: 1.6-2.5x the throughput of a row-at-a-time loop when the table is far larger than
+the CPU caches.
 """
 
 from __future__ import annotations
@@ -67,6 +72,9 @@ from numba.core import cgutils, types
 from numba.extending import intrinsic
 
 from seglog.kernels.offset_map_py import (
+    COL_HASH0,
+    COL_HASH1,
+    COL_STORED,
     STATE_LATEST_OFFSET,
     STATE_LOOKUPS,
     STATE_PROBES,
@@ -117,14 +125,15 @@ def _jit_inline(fn: _F) -> _F:
     return cast(_F, numba.njit(nogil=True, cache=True, inline="always")(fn))
 
 
-def _prefetch_typer(typingctx: Any, array: Any, index: Any) -> Any:
-    """``_prefetch(array, i)``: ask the CPU to start loading ``array[i]`` (``llvm.prefetch``)."""
+def _prefetch_typer(typingctx: Any, array: Any, row: Any, column: Any) -> Any:
+    """``_prefetch(table, i, j)``: ask the CPU to start loading ``table[i, j]`` of a 2-D array
+    (``llvm.prefetch``); ``i`` and ``j`` must be in range (no wraparound, no bounds check)."""
 
     def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         array_type = signature.args[0]
         array_struct = context.make_array(array_type)(context, builder, args[0])
         pointer = cgutils.get_item_pointer(  # type: ignore[no-untyped-call]
-            context, builder, array_type, array_struct, [args[1]], wraparound=False
+            context, builder, array_type, array_struct, [args[1], args[2]], wraparound=False
         )
         byte_pointer = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
@@ -134,11 +143,13 @@ def _prefetch_typer(typingctx: Any, array: Any, index: Any) -> Any:
         builder.call(function, [builder.bitcast(pointer, byte_pointer), i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
 
-    return types.void(array, index), codegen
+    if not isinstance(array, types.Array) or array.ndim != 2:
+        return None
+    return types.void(array, types.intp, types.intp), codegen
 
 
 # A hint only: results never depend on it (the twin has none). Typed for mypy's sake.
-_prefetch = cast("Callable[[Any, int], None]", intrinsic(_prefetch_typer))
+_prefetch = cast("Callable[[Any, int, int], None]", intrinsic(_prefetch_typer))
 
 
 @_jit_inline
@@ -259,9 +270,7 @@ def put_columns_nb(
     limit: int,
     k0: int,
     k1: int,
-    hash0: Any,
-    hash1: Any,
-    stored: Any,
+    table: Any,
     state: Any,
 ) -> int:
     """Put rows ``[start_row, stop_row)``; return the row where the map was full, else stop_row.
@@ -271,14 +280,15 @@ def put_columns_nb(
     """
     k0 = _u64(k0)
     k1 = _u64(k1)
-    slots = _int64(stored.shape[0])
+    slots = _int64(table.shape[0])
     size = _int64(state[STATE_SIZE])
     latest_offset = _int64(state[STATE_LATEST_OFFSET])
     lookups = _int64(state[STATE_LOOKUPS])
     probes = _int64(state[STATE_PROBES])
     result = _int64(stop_row)
-    block_h0 = np.empty(PREFETCH_ROWS, dtype=np.uint64)
-    block_h1 = np.empty(PREFETCH_ROWS, dtype=np.uint64)
+    # Hashes as the int64 words the table holds (same bits as the uint64 h0, h1).
+    block_h0 = np.empty(PREFETCH_ROWS, dtype=np.int64)
+    block_h1 = np.empty(PREFETCH_ROWS, dtype=np.int64)
     block_slot = np.empty(PREFETCH_ROWS, dtype=np.int64)
     block_step = np.empty(PREFETCH_ROWS, dtype=np.int64)
     full = False
@@ -293,13 +303,12 @@ def put_columns_nb(
             h0, h1 = _siphash128(data, _int64(key_position[row]), length, k0, k1)
             slot, step = _probe_start_step(h0, h1, slots)
             i = row - block
-            block_h0[i] = h0
-            block_h1[i] = h1
+            block_h0[i] = _int64(h0)
+            block_h1[i] = _int64(h1)
             block_slot[i] = slot
             block_step[i] = step
-            _prefetch(stored, slot)
-            _prefetch(hash0, slot)
-            _prefetch(hash1, slot)
+            _prefetch(table, slot, COL_HASH0)  # the row's first word and, when the row
+            _prefetch(table, slot, COL_STORED)  # straddles two cache lines, its last one
         # Pass 2: the puts, row by row in order, exactly as the twin does them.
         for row in range(block, block_end):
             length = _int64(key_length[row])
@@ -320,17 +329,17 @@ def put_columns_nb(
             lookups += 1
             while True:
                 probes += 1
-                if stored[slot] == 0:
-                    hash0[slot] = h0
-                    hash1[slot] = h1
+                if table[slot, COL_STORED] == 0:
+                    table[slot, COL_HASH0] = h0
+                    table[slot, COL_HASH1] = h1
                     size += 1
                     break
-                if hash0[slot] == h0 and hash1[slot] == h1:
+                if table[slot, COL_HASH0] == h0 and table[slot, COL_HASH1] == h1:
                     break
                 slot += step
                 if slot >= slots:
                     slot -= slots
-            stored[slot] = record_offset + 1
+            table[slot, COL_STORED] = record_offset + 1
             latest_offset = record_offset
         if full:
             break
@@ -348,21 +357,20 @@ def get_columns_nb(
     key_length: Any,
     k0: int,
     k1: int,
-    hash0: Any,
-    hash1: Any,
-    stored: Any,
+    table: Any,
     state: Any,
     out: Any,
 ) -> None:
     """Write each row's latest offset into ``out``: -1 for a null key or a key not in the map."""
     k0 = _u64(k0)
     k1 = _u64(k1)
-    slots = _int64(stored.shape[0])
+    slots = _int64(table.shape[0])
     lookups = _int64(state[STATE_LOOKUPS])
     probes = _int64(state[STATE_PROBES])
     rows = key_position.shape[0]
-    block_h0 = np.empty(PREFETCH_ROWS, dtype=np.uint64)
-    block_h1 = np.empty(PREFETCH_ROWS, dtype=np.uint64)
+    # Hashes as the int64 words the table holds (same bits as the uint64 h0, h1).
+    block_h0 = np.empty(PREFETCH_ROWS, dtype=np.int64)
+    block_h1 = np.empty(PREFETCH_ROWS, dtype=np.int64)
     block_slot = np.empty(PREFETCH_ROWS, dtype=np.int64)
     block_step = np.empty(PREFETCH_ROWS, dtype=np.int64)
     for block in range(0, rows, PREFETCH_ROWS):
@@ -374,12 +382,12 @@ def get_columns_nb(
             h0, h1 = _siphash128(data, _int64(key_position[row]), length, k0, k1)
             slot, step = _probe_start_step(h0, h1, slots)
             i = row - block
-            block_h0[i] = h0
-            block_h1[i] = h1
+            block_h0[i] = _int64(h0)
+            block_h1[i] = _int64(h1)
             block_slot[i] = slot
             block_step[i] = step
-            _prefetch(stored, slot)
-            _prefetch(hash0, slot)
+            _prefetch(table, slot, COL_HASH0)
+            _prefetch(table, slot, COL_STORED)
         for row in range(block, block_end):  # pass 2: the lookups
             found = _int64(-1)
             if _int64(key_length[row]) >= 0:
@@ -393,10 +401,10 @@ def get_columns_nb(
                 # table.
                 for _ in range(slots):
                     probes += 1
-                    value = _int64(stored[slot])
+                    value = _int64(table[slot, COL_STORED])
                     if value == 0:
                         break
-                    if hash0[slot] == h0 and hash1[slot] == h1:
+                    if table[slot, COL_HASH0] == h0 and table[slot, COL_HASH1] == h1:
                         found = value - 1
                         break
                     slot += step

@@ -1,6 +1,6 @@
 """Plain-Python twin of the bounded offset map kernels in :mod:`seglog.kernels.offset_map`.
 
-Same arguments, same return values, and the same bytes left in every array (table columns,
+Same arguments, same return values, and the same bytes left in every array (the slot table,
 state vector, outputs) as the numba kernels, so a differential test compares two
 implementations of one specification. Written independently of the numba source: Python
 ints masked to 64 bits and ``int.from_bytes`` on ``bytes`` instead of ``uint64`` shifts on
@@ -27,7 +27,13 @@ STATE_LOOKUPS = 2
 STATE_PROBES = 3
 STATE_FIELDS = 4
 
-SLOT_BYTES = 24  # hash0 (8) + hash1 (8) + stored offset (8)
+SLOT_BYTES = 24  # hash0 (8) + hash1 (8) + stored offset (8), adjacent in one table row
+
+# Columns of the int64 slot table of shape (slots, SLOT_WORDS): one row per slot.
+COL_HASH0 = 0  # h0's 64 bits as an int64
+COL_HASH1 = 1  # h1's 64 bits as an int64
+COL_STORED = 2  # latest offset + 1, 0 = empty slot
+SLOT_WORDS = 3
 HASH_KEY_BYTES = 16
 
 _MASK64 = (1 << 64) - 1
@@ -138,15 +144,13 @@ def put_columns_py(
     limit: int,
     k0: int,
     k1: int,
-    hash0: Any,
-    hash1: Any,
-    stored: Any,
+    table: Any,
     state: Any,
 ) -> int:
     """Put rows ``[start_row, stop_row)``; return the row where the map was full, else stop_row."""
     k0 = int(k0)
     k1 = int(k1)
-    slots = len(stored)
+    slots = len(table)
     size = int(state[STATE_SIZE])
     latest_offset = int(state[STATE_LATEST_OFFSET])
     lookups = int(state[STATE_LOOKUPS])
@@ -165,17 +169,18 @@ def put_columns_py(
         h0, h1 = siphash128_py(_key(data, int(key_position[row]), length), k0, k1)
         lookups += 1
         slot, step = _probe_start_step(h0, h1, slots)
+        word0, word1 = _wrap64(h0), _wrap64(h1)  # the hashes as the table's int64 words
         while True:
             probes += 1
-            if int(stored[slot]) == 0:
-                hash0[slot] = h0
-                hash1[slot] = h1
+            if int(table[slot, COL_STORED]) == 0:
+                table[slot, COL_HASH0] = word0
+                table[slot, COL_HASH1] = word1
                 size += 1
                 break
-            if int(hash0[slot]) == h0 and int(hash1[slot]) == h1:
+            if int(table[slot, COL_HASH0]) == word0 and int(table[slot, COL_HASH1]) == word1:
                 break
             slot = (slot + step) % slots
-        stored[slot] = _wrap64(record_offset + 1)
+        table[slot, COL_STORED] = _wrap64(record_offset + 1)
         latest_offset = record_offset
     state[STATE_SIZE] = size
     state[STATE_LATEST_OFFSET] = latest_offset
@@ -190,16 +195,14 @@ def get_columns_py(
     key_length: Any,
     k0: int,
     k1: int,
-    hash0: Any,
-    hash1: Any,
-    stored: Any,
+    table: Any,
     state: Any,
     out: Any,
 ) -> None:
     """Write each row's latest offset into ``out``: -1 for a null key or a key not in the map."""
     k0 = int(k0)
     k1 = int(k1)
-    slots = len(stored)
+    slots = len(table)
     lookups = int(state[STATE_LOOKUPS])
     probes = int(state[STATE_PROBES])
     for row in range(len(key_position)):
@@ -209,14 +212,15 @@ def get_columns_py(
             h0, h1 = siphash128_py(_key(data, int(key_position[row]), length), k0, k1)
             lookups += 1
             slot, step = _probe_start_step(h0, h1, slots)
+            word0, word1 = _wrap64(h0), _wrap64(h1)
             # With a prime slot count every step is coprime to it, so `slots` attempts visit
             # every slot once: that bounds the search in a completely full table.
             for _ in range(slots):
                 probes += 1
-                value = int(stored[slot])
+                value = int(table[slot, COL_STORED])
                 if value == 0:
                     break
-                if int(hash0[slot]) == h0 and int(hash1[slot]) == h1:
+                if int(table[slot, COL_HASH0]) == word0 and int(table[slot, COL_HASH1]) == word1:
                     found = _wrap64(value - 1)
                     break
                 slot = (slot + step) % slots
