@@ -329,7 +329,7 @@ class Cleaner:
         last_offset: dict[int, int] = {}
         last_timestamp: dict[int, int] = {}
         for segment in log.segments:
-            frames = segment.batch_headers()
+            frames = segment.batch_headers(self._buffer)
             if frames.shape[1] == 0:
                 continue
             magic = frames[codes.FRAME_MAGIC]

@@ -45,9 +45,8 @@ from seglog.format.names import (
 )
 from seglog.format.reader import Batch, BatchReader, EndKind
 from seglog.kernels import walk_batches
-from seglog.kernels.codes import END_CLEAN, FRAME_FIELDS
+from seglog.kernels.codes import END_CLEAN, END_TORN, FRAME_FIELDS, FRAME_POSITION
 from seglog.storage.fault_points import reached
-from seglog.storage.files import map_file_readonly
 from seglog.storage.index_file import NO_TIMESTAMP, OffsetIndexFile, TimeIndexFile
 
 INT32_MAX = (1 << 31) - 1
@@ -631,23 +630,46 @@ class LogSegment:
             raise UnreadableFileError("segment is closed", path=str(self.log_path))
         return os.preadv(self._fd, [buffer], position)
 
-    def batch_headers(self) -> npt.NDArray[np.int64]:
+    def batch_headers(self, buffer: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
         """Every entry's header fields (the frame walk's matrix, ``seglog.kernels.codes``
-        rows), read through a short-lived read-only map; records are not decoded."""
+        rows; positions in the file), read in chunks of ``len(buffer)`` bytes through
+        ``buffer``, so memory stays bounded whatever the segment size; records are not
+        decoded. A batch larger than the buffer is read on its own into a larger one."""
         size = self.size
-        if size == 0:
+        parts: list[npt.NDArray[np.int64]] = []
+        position = 0
+        chunk = buffer
+        while position < size:
+            want = min(len(chunk), size - position)
+            got = self.read_into(position, memoryview(chunk)[:want])  # type: ignore[arg-type]
+            walk = walk_batches(chunk[:got], check_offsets=False)
+            frames = walk.frames
+            if frames.shape[1]:
+                frames[FRAME_POSITION] += position
+                parts.append(frames)
+            consumed = walk.end_position
+            if walk.end_code == END_TORN and position + got < size:
+                if consumed == 0:  # one batch larger than the buffer
+                    need = int(walk.detail_a)
+                    if need <= len(chunk) or position + need > size:
+                        raise CorruptRecordError(
+                            f"batch of {need} bytes runs past the end of the segment",
+                            position=position,
+                            path=str(self.log_path),
+                        )
+                    chunk = np.empty(need, dtype=np.uint8)
+                    continue
+            elif walk.end_code != END_CLEAN:
+                raise CorruptRecordError(
+                    f"batch framing broken (frame walk end code {walk.end_code})",
+                    position=position + walk.end_position,
+                    path=str(self.log_path),
+                )
+            position += consumed
+            chunk = buffer
+        if not parts:
             return np.empty((FRAME_FIELDS, 0), dtype=np.int64)
-        with map_file_readonly(self.log_path) as view:
-            data = np.frombuffer(view, dtype=np.uint8, count=min(size, len(view)))
-            walk = walk_batches(data, check_offsets=False)
-            del data
-        if walk.end_code != END_CLEAN:
-            raise CorruptRecordError(
-                f"batch framing broken (frame walk end code {walk.end_code})",
-                position=walk.end_position,
-                path=str(self.log_path),
-            )
-        return walk.frames
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
 
     def set_last_modified(self, mtime_ms: int) -> None:
         """Set the modification time of every file of the segment (the cleaner keeps the
