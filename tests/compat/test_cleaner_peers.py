@@ -13,7 +13,7 @@ writes (spec ``kafka-cleaner.md`` §5.6):
   (rebuilt with the inherited horizon);
 * **61-byte empty headers**: the emptied batch ending exactly at the round's upper bound
   (the un-keyed batch written before the topic became compacted) and an active idempotent
-  producer's emptied last batch.
+  producer's emptied last batch (and, seglog only, a cleaning group's emptied last batch).
 
 Every cleaned segment file is then read by both peers: kafka-python
 (``support.kafka_oracle``: ``MemoryRecords`` + ``validate_crc``) and aiokafka's Cython codec
@@ -106,6 +106,16 @@ def batches(log: Log) -> dict[BatchKey, RecordBatch]:
         for batch in BatchReader(segment.read_at(0, segment.size)):
             assert isinstance(batch, RecordBatch)
             out[(batch.base_offset, batch.last_offset)] = batch
+    return out
+
+
+def segment_last_batches(log: Log) -> set[BatchKey]:
+    """(base offset, last offset) of the last batch of every non-empty segment."""
+    out = set()
+    for segment in log.segments:
+        found = list(BatchReader(segment.read_at(0, segment.size)))
+        if found:
+            out.add((found[-1].base_offset, found[-1].last_offset))
     return out
 
 
@@ -248,7 +258,10 @@ def test_cleaned_segments_decode_in_kafka_python_and_aiokafka(
     [second] = manager.clean_once()
     assert second.error is None and second.stats is not None
     final = batches(log)
-    assert (upper - 2, upper - 1) not in final
+    if (upper - 2, upper - 1) in final:
+        # Kafka drops it (no longer at the upper bound); seglog keeps the last batch of each
+        # cleaning group, emptied if need be (a documented difference, Cleaner._clean_group)
+        assert (upper - 2, upper - 1) in segment_last_batches(log)
     assert (0, 0) in final, "the producer's last batch must stay while the producer is active"
     assert not any(r.value is None for b in final.values() for r in b.records()), (
         "a tombstone outlived its delete horizon"
