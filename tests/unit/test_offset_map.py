@@ -579,3 +579,33 @@ def test_argument_checks() -> None:
     # A span ending exactly at the buffer's end is fine; the null row's span is never checked.
     assert m.put_columns(data, pos, length, offs, min_offset=0) == 2
     assert m.size == 1
+
+
+@BOTH
+@given(
+    keys=st.lists(st.sampled_from([b"a", b"b", b"c", b"dd", None]), min_size=1, max_size=60),
+    base=st.integers(0, 5),
+)
+@settings(max_examples=40, deadline=None)
+def test_superseded_marks_every_earlier_offset_of_a_key(
+    use_numba: bool, keys: list[bytes | None], base: int
+) -> None:
+    """After the puts, a keyed record's mark is 0 iff no later record has its key; marks
+    outside the array are not written."""
+    data, key_position, key_length = columns(keys)
+    record_offsets = offsets(list(range(base, base + len(keys))))
+    m = OffsetMap(24 * 101, 0.9, hash_key=bytes(16), use_numba=use_numba)
+    marks = np.zeros(max(len(keys) - 2, 0), dtype=np.uint8)
+    m.put_columns(
+        data,
+        key_position,
+        key_length,
+        record_offsets,
+        min_offset=0,
+        superseded=marks,
+        superseded_base=base,
+    )
+    last = {k: i for i, k in enumerate(keys) if k is not None}
+    for i, key in enumerate(keys[: len(marks)]):
+        expected = 0 if key is None or last[key] == i else 1
+        assert marks[i] == expected

@@ -135,6 +135,9 @@ def _check_key_spans(
         )
 
 
+_NO_MARKS = np.zeros(0, dtype=np.uint8)
+
+
 class OffsetMap:
     """Bounded map key -> latest offset for one cleaning round (Kafka's SkimpyOffsetMap)."""
 
@@ -336,6 +339,8 @@ class OffsetMap:
             self._k1,
             self._table,
             self._state,
+            _NO_MARKS,
+            0,
         )
         assert row == 1, "a put into a map below its limit always succeeds"
 
@@ -353,8 +358,15 @@ class OffsetMap:
         start_row: int = 0,
         stop_row: int | None = None,
         min_offset: int,
+        superseded: npt.NDArray[np.uint8] | None = None,
+        superseded_base: int = 0,
     ) -> int:
         """Put rows ``[start_row, stop_row)`` in order; return the row where the map filled up.
+
+        With ``superseded`` (one byte per offset from ``superseded_base``), a put that
+        replaces an earlier offset of its key sets that offset's byte to 1: after the build,
+        a record put at offset ``o`` is its key's latest iff ``superseded[o - base] == 0``,
+        so the cleaner need not look those keys up again.
 
         Row ``r``'s key is ``data[key_position[r] : key_position[r] + key_length[r]]``; a
         negative ``key_length`` is a null key and the row is skipped, as is a row with
@@ -390,6 +402,8 @@ class OffsetMap:
             self._k1,
             self._table,
             self._state,
+            _NO_MARKS if superseded is None else superseded,
+            superseded_base,
         )
         return int(row)
 

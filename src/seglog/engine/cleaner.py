@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import struct
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,6 +81,9 @@ from seglog.kernels.compact_py import rewrite_batches_py
 from seglog.storage.segment import LogSegment
 
 READ_CHUNK_BYTES = 8 * 1024 * 1024
+# Dirty offsets whose fate the map build records (one byte each): 32 MiB of the 128 MiB the
+# round may use beside the offset map; a longer dirty range is looked up past it.
+SUPERSEDED_MARKS_MAX = 32 * 1024 * 1024
 _LOG_OVERHEAD = 12
 _SIZE_FIELD = struct.Struct(">i")
 _CRC_FIELD = struct.Struct(">I")
@@ -243,6 +247,16 @@ class _Producers:
     last_data_offset: dict[int, int]
 
 
+@dataclass(frozen=True, slots=True)
+class _SegmentSummary:
+    """One segment's header facts: its size when read, why it cannot be cleaned (if so),
+    and each idempotent producer's last data batch (last offset, max timestamp)."""
+
+    size: int
+    refusal: UncleanableLogError | None
+    producers: dict[int, tuple[int, int]]
+
+
 def _never_done() -> None:
     return None
 
@@ -271,6 +285,11 @@ class Cleaner:
         self._buffer = np.empty(read_chunk_bytes, dtype=np.uint8)
         self._out = np.empty(0, dtype=np.uint8)
         self._consumed = 0
+        self._superseded = np.zeros(0, dtype=np.uint8)
+        self._superseded_base = 0
+        self._summaries: weakref.WeakKeyDictionary[LogSegment, _SegmentSummary] = (
+            weakref.WeakKeyDictionary()
+        )
 
     # --- the round -----------------------------------------------------------------------------
     def clean(
@@ -329,35 +348,15 @@ class Cleaner:
         last_offset: dict[int, int] = {}
         last_timestamp: dict[int, int] = {}
         for segment in log.segments:
-            frames = segment.batch_headers(self._buffer)
-            if frames.shape[1] == 0:
-                continue
-            magic = frames[codes.FRAME_MAGIC]
-            attributes = frames[codes.FRAME_ATTRIBUTES]
-            if (magic != MAGIC_V2).any():
-                position = int(frames[codes.FRAME_POSITION][np.argmax(magic != MAGIC_V2)])
-                raise LegacyFormatError(
-                    f"{log.topic_partition}: {segment.log_path.name} holds a legacy (v0/v1) "
-                    f"message set at position {position}; seglog cleans only v2 batches "
-                    "(Kafka 4 rewrites legacy entries as v2 while cleaning)"
-                )
-            special = (attributes & (TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK)) != 0
-            if special.any():
-                first = int(np.argmax(special))
-                raise TransactionalDataError(
-                    f"{log.topic_partition}: {segment.log_path.name} holds a transactional or "
-                    f"control batch at offset {int(frames[codes.FRAME_BASE_OFFSET][first])}; "
-                    "seglog has no transaction-aware cleaning yet, so this log is not cleaned"
-                )
-            producer = frames[codes.FRAME_PRODUCER_ID]
-            idempotent = np.flatnonzero(producer >= 0)
-            if len(idempotent):
-                last = frames[codes.FRAME_BASE_OFFSET] + frames[codes.FRAME_LAST_OFFSET_DELTA]
-                stamps = frames[codes.FRAME_MAX_TIMESTAMP]
-                for i in idempotent.tolist():
-                    pid = int(producer[i])
-                    last_offset[pid] = int(last[i])
-                    last_timestamp[pid] = int(stamps[i])
+            summary = self._summaries.get(segment)
+            if summary is None or summary.size != segment.size:
+                summary = self._summarize(log, segment)
+                self._summaries[segment] = summary
+            if summary.refusal is not None:
+                raise summary.refusal
+            for pid, (offset, timestamp) in summary.producers.items():
+                last_offset[pid] = offset
+                last_timestamp[pid] = timestamp
         expiry = self.producer_id_expiration_ms
         active = {
             pid: offset
@@ -365,6 +364,48 @@ class Cleaner:
             if now_ms - last_timestamp[pid] < expiry
         }
         return _Producers(active)
+
+    def _summarize(self, log: Log, segment: LogSegment) -> _SegmentSummary:
+        """What the pre-pass needs from one segment's batch headers (cached per segment:
+        a closed segment never changes, and a cleaned one is a new object)."""
+        size = segment.size
+        frames = segment.batch_headers()
+        producers: dict[int, tuple[int, int]] = {}
+        if frames.shape[1] == 0:
+            return _SegmentSummary(size, None, producers)
+        magic = frames[codes.FRAME_MAGIC]
+        attributes = frames[codes.FRAME_ATTRIBUTES]
+        if (magic != MAGIC_V2).any():
+            position = int(frames[codes.FRAME_POSITION][np.argmax(magic != MAGIC_V2)])
+            return _SegmentSummary(
+                size,
+                LegacyFormatError(
+                    f"{log.topic_partition}: {segment.log_path.name} holds a legacy (v0/v1) "
+                    f"message set at position {position}; seglog cleans only v2 batches "
+                    "(Kafka 4 rewrites legacy entries as v2 while cleaning)"
+                ),
+                producers,
+            )
+        special = (attributes & (TRANSACTIONAL_FLAG_MASK | CONTROL_FLAG_MASK)) != 0
+        if special.any():
+            first = int(np.argmax(special))
+            return _SegmentSummary(
+                size,
+                TransactionalDataError(
+                    f"{log.topic_partition}: {segment.log_path.name} holds a transactional or "
+                    f"control batch at offset {int(frames[codes.FRAME_BASE_OFFSET][first])}; "
+                    "seglog has no transaction-aware cleaning yet, so this log is not cleaned"
+                ),
+                producers,
+            )
+        producer = frames[codes.FRAME_PRODUCER_ID]
+        idempotent = np.flatnonzero(producer >= 0)
+        if len(idempotent):
+            last = frames[codes.FRAME_BASE_OFFSET] + frames[codes.FRAME_LAST_OFFSET_DELTA]
+            stamps = frames[codes.FRAME_MAX_TIMESTAMP]
+            for k in idempotent.tolist():
+                producers[int(producer[k])] = (int(last[k]), int(stamps[k]))
+        return _SegmentSummary(size, None, producers)
 
     # --- step 1: the offset map ------------------------------------------------------------------
     def _build_offset_map(
@@ -382,6 +423,10 @@ class Cleaner:
             if (segments[i + 1].base_offset if i + 1 < len(segments) else end) > start
         ]
         offset_map = self.offset_map
+        # One byte per dirty offset (up to a bound): set when a later record of the same key
+        # is put, so the cleaning pass knows a dirty record's fate without a second lookup.
+        self._superseded = np.zeros(max(min(end - start, SUPERSEDED_MARKS_MAX), 0), np.uint8)
+        self._superseded_base = start
         for i, segment in enumerate(dirty):
             check_done()
             segment_end = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
@@ -394,6 +439,8 @@ class Cleaner:
                     columns.key_length,
                     columns.offset,
                     min_offset=start,
+                    superseded=self._superseded,
+                    superseded_base=start,
                 )
                 stats.map_messages_read += stop
                 stats.map_bytes_read += self._consumed
@@ -616,13 +663,26 @@ class Cleaner:
         offsets = columns.offset
         beyond = offsets > latest
         has_key = columns.key_length >= 0
-        found = self.offset_map.get_columns(columns.data, columns.key_position, columns.key_length)
+        marks, base = self._superseded, self._superseded_base
+        marked = ~beyond & (offsets >= base) & (offsets < base + len(marks))
+        is_latest = np.zeros(len(offsets), dtype=np.bool_)
+        if marked.all():
+            is_latest = marks[offsets - base] == 0
+        else:
+            rows = np.flatnonzero(marked)
+            is_latest[rows] = marks[offsets[rows] - base] == 0
+            rest = np.flatnonzero(~marked & ~beyond & has_key)
+            if len(rest):
+                found = self.offset_map.get_columns(
+                    columns.data, columns.key_position[rest], columns.key_length[rest]
+                )
+                is_latest[rest] = offsets[rest] >= found
         batches = columns.batches
         has_horizon = (batches.attributes & DELETE_HORIZON_FLAG) != 0
         keep_delete = ~has_horizon | (now_ms < batches.base_timestamp)
         is_live_value = columns.value_length >= 0
         keep: npt.NDArray[np.bool_] = beyond | (
-            has_key & (offsets >= found) & (is_live_value | keep_delete[columns.batch_index])
+            has_key & is_latest & (is_live_value | keep_delete[columns.batch_index])
         )
         stats.invalid_messages_read += int((~beyond & ~has_key).sum())
         return keep

@@ -272,12 +272,17 @@ def put_columns_nb(
     k1: int,
     table: Any,
     state: Any,
+    superseded: Any,
+    superseded_base: int,
 ) -> int:
     """Put rows ``[start_row, stop_row)``; return the row where the map was full, else stop_row.
 
     A row is put when its key is not null and its offset is >= ``min_offset``; before each
-    such put the map must hold fewer than ``limit`` keys, else the kernel stops there.
+    such put the map must hold fewer than ``limit`` keys, else the kernel stops there. When a
+    put replaces an earlier offset of the same key, ``superseded[old - superseded_base]`` is
+    set to 1 if that index is inside the array (an empty array records nothing).
     """
+    marks = _int64(superseded.shape[0])
     k0 = _u64(k0)
     k1 = _u64(k1)
     slots = _int64(table.shape[0])
@@ -335,6 +340,9 @@ def put_columns_nb(
                     size += 1
                     break
                 if table[slot, COL_HASH0] == h0 and table[slot, COL_HASH1] == h1:
+                    mark = table[slot, COL_STORED] - 1 - superseded_base
+                    if 0 <= mark < marks:
+                        superseded[mark] = 1
                     break
                 slot += step
                 if slot >= slots:

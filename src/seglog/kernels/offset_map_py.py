@@ -146,8 +146,11 @@ def put_columns_py(
     k1: int,
     table: Any,
     state: Any,
+    superseded: Any,
+    superseded_base: int,
 ) -> int:
     """Put rows ``[start_row, stop_row)``; return the row where the map was full, else stop_row."""
+    marks = len(superseded)
     k0 = int(k0)
     k1 = int(k1)
     slots = len(table)
@@ -178,6 +181,9 @@ def put_columns_py(
                 size += 1
                 break
             if int(table[slot, COL_HASH0]) == word0 and int(table[slot, COL_HASH1]) == word1:
+                mark = int(table[slot, COL_STORED]) - 1 - superseded_base
+                if 0 <= mark < marks:
+                    superseded[mark] = 1
                 break
             slot = (slot + step) % slots
         table[slot, COL_STORED] = _wrap64(record_offset + 1)

@@ -24,6 +24,7 @@ and finds bytes.
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from collections.abc import Iterator, Sequence
@@ -630,43 +631,58 @@ class LogSegment:
             raise UnreadableFileError("segment is closed", path=str(self.log_path))
         return os.preadv(self._fd, [buffer], position)
 
-    def batch_headers(self, buffer: npt.NDArray[np.uint8]) -> npt.NDArray[np.int64]:
+    def batch_headers(self, window_bytes: int = 8 * 1024 * 1024) -> npt.NDArray[np.int64]:
         """Every entry's header fields (the frame walk's matrix, ``seglog.kernels.codes``
-        rows; positions in the file), read in chunks of ``len(buffer)`` bytes through
-        ``buffer``, so memory stays bounded whatever the segment size; records are not
-        decoded. A batch larger than the buffer is read on its own into a larger one."""
+        rows; positions in the file); records are not decoded.
+
+        The file is mapped read-only one window of about ``window_bytes`` at a time, so only
+        the pages holding batch headers are read and memory stays bounded whatever the
+        segment size; a batch larger than the window gets a window of its own size.
+        """
         size = self.size
         parts: list[npt.NDArray[np.int64]] = []
+        if size == 0:
+            return np.empty((FRAME_FIELDS, 0), dtype=np.int64)
+        granularity = mmap.ALLOCATIONGRANULARITY
         position = 0
-        chunk = buffer
-        while position < size:
-            want = min(len(chunk), size - position)
-            got = self.read_into(position, memoryview(chunk)[:want])  # type: ignore[arg-type]
-            walk = walk_batches(chunk[:got], check_offsets=False)
-            frames = walk.frames
-            if frames.shape[1]:
-                frames[FRAME_POSITION] += position
-                parts.append(frames)
-            consumed = walk.end_position
-            if walk.end_code == END_TORN and position + got < size:
-                if consumed == 0:  # one batch larger than the buffer
-                    need = int(walk.detail_a)
-                    if need <= len(chunk) or position + need > size:
+        want = window_bytes
+        try:
+            with open(self.log_path, "rb") as handle:
+                while position < size:
+                    start = position - position % granularity
+                    stop = min(size, position + want)
+                    with mmap.mmap(
+                        handle.fileno(), stop - start, access=mmap.ACCESS_READ, offset=start
+                    ) as window:
+                        data = np.frombuffer(window, dtype=np.uint8)
+                        walk = walk_batches(data, start=position - start, check_offsets=False)
+                        del data
+                    frames = walk.frames
+                    if frames.shape[1]:
+                        frames[FRAME_POSITION] += start
+                        parts.append(frames)
+                    end = start + walk.end_position
+                    if walk.end_code == END_TORN and stop < size:
+                        if end == position:  # one batch larger than the window
+                            need = int(walk.detail_a)
+                            if need <= 0 or position + need > size:
+                                raise CorruptRecordError(
+                                    f"batch of {need} bytes runs past the end of the segment",
+                                    position=position,
+                                    path=str(self.log_path),
+                                )
+                            want = need
+                            continue
+                    elif walk.end_code != END_CLEAN:
                         raise CorruptRecordError(
-                            f"batch of {need} bytes runs past the end of the segment",
-                            position=position,
+                            f"batch framing broken (frame walk end code {walk.end_code})",
+                            position=end,
                             path=str(self.log_path),
                         )
-                    chunk = np.empty(need, dtype=np.uint8)
-                    continue
-            elif walk.end_code != END_CLEAN:
-                raise CorruptRecordError(
-                    f"batch framing broken (frame walk end code {walk.end_code})",
-                    position=position + walk.end_position,
-                    path=str(self.log_path),
-                )
-            position += consumed
-            chunk = buffer
+                    position = end
+                    want = window_bytes
+        except OSError as exc:
+            raise UnreadableFileError(exc.strerror or str(exc), path=str(self.log_path)) from exc
         if not parts:
             return np.empty((FRAME_FIELDS, 0), dtype=np.int64)
         return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
