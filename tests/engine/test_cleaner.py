@@ -397,3 +397,38 @@ def test_cleaned_batches_keep_producer_fields(manager: LogManager, clock: Manual
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (42, 3, 10)
     assert (batch.base_offset, batch.last_offset, batch.records_count) == (0, 3, 2)
     assert struct.unpack_from(">i", data, 57)[0] == 2
+
+
+@pytest.mark.parametrize(
+    ("policy", "kept"),
+    [("delete", [6, 7, 8]), ("compact", [4, 5, 6, 8]), ("compact,delete", [6, 8])],
+)
+def test_seed_003_one_queue_under_three_policies_with_the_cleaner(
+    manager: LogManager, clock: ManualClock, policy: str, kept: list[int]
+) -> None:
+    """Seed 003 whole: offset 5 (key2's latest, past retention) survives only under
+    ``compact``; ``compact`` also drops every older value of each key; ``compact,delete``
+    does both. The cleaner and the retention task each run once, as a broker would."""
+    keys = [b"key1", b"key2", b"key1", b"key3", b"key1", b"key2", b"key3", b"key4", b"key4"]
+    probe = BatchBuilder()
+    probe.append(clock.now_ms(), b"key0", b"v0")
+    manager.create_topic(
+        "q",
+        1,
+        configs={
+            "cleanup.policy": policy,
+            "retention.ms": str(7 * DAY_MS),
+            "segment.bytes": str(3 * len(probe.build())),
+            "min.cleanable.dirty.ratio": "0",
+        },
+    )
+    log = manager.get_log("q", 0)
+    now = clock.now_ms()
+    for i, key in enumerate(keys):
+        builder = BatchBuilder()
+        builder.append(now - 30 * DAY_MS if i < 6 else now, key, b"v%d" % i)
+        log.append(builder.build())
+        log.roll()
+    manager.clean_once()
+    manager.run_retention()
+    assert [o for o, _, _ in contents(log)] == kept

@@ -245,8 +245,8 @@ def test_seed_003_one_queue_under_three_policies(
 ) -> None:
     """Seed 003: the record at offset 5 is the latest for key2 but past retention. Under
     ``delete`` and ``compact,delete`` retention removes it; under ``compact`` retention does not
-    apply and it stays (the compaction half of the example, that ``compact`` also drops older
-    values of each key, comes with the log cleaner)."""
+    apply and it stays (the whole example, with the log cleaner, is
+    ``test_cleaner.test_seed_003_one_queue_under_three_policies_with_the_cleaner``)."""
     clock = ManualClock(T0)
     sample = batch([b"v"], keys=[b"key0"])
     cfg = config(
