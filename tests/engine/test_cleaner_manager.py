@@ -190,3 +190,17 @@ def test_cleaner_threads_clean_in_the_background(tmp_path: Path) -> None:
     finally:
         m.close()
     assert not m.log_cleaner.is_running
+
+
+def test_truncation_pauses_cleaning_and_lowers_the_checkpoint(manager: LogManager) -> None:
+    clock = manager.clock
+    assert isinstance(clock, ManualClock)
+    log = manager.get_log("t", 0)
+    fill(log, clock, 20)
+    fill(log, clock, 20)
+    manager.clean_once()
+    assert manager.cleaner_checkpoints()[TP] == 40
+    removed = manager.truncate(TP, 10)
+    assert removed > 0 and log.log_end_offset == 10
+    assert manager.cleaner_checkpoints()[TP] == log.active_segment.base_offset <= 10
+    assert manager.cleaner_manager.state_of(TP) == "none"

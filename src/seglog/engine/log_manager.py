@@ -626,6 +626,23 @@ class LogManager:
             raise UnknownTopicError(f"topic {topic!r} does not exist")
         return self.log_cleaner.plan(topic=topic)
 
+    def truncate(self, tp: TopicPartition, offset: int) -> int:
+        """Truncate a partition to ``offset`` with the cleaner kept off it (Kafka's
+        ``truncateTo``): any round on it is aborted and waited for, the log is truncated, its
+        cleaner checkpoint is lowered to the new active segment's base if it was above, and
+        cleaning resumes. Returns the bytes removed."""
+        self._check_writable()
+        log = self.get_log(tp.topic, tp.partition)
+        manager = self.cleaner_manager
+        with manager.paused(tp):
+            removed = log.truncate_to(offset)
+            checkpoint = manager.checkpoints().get(tp)
+            active_base = log.active_segment.base_offset
+            if log.config.is_compacted and checkpoint is not None and checkpoint > active_base:
+                manager.update_checkpoint(tp, log, active_base)
+        self.checkpoint_all()
+        return removed
+
     def cleaner_checkpoints(self) -> dict[TopicPartition, int]:
         """Every partition's ``cleaner-offset-checkpoint`` entry."""
         return self.cleaner_manager.checkpoints()
