@@ -301,3 +301,25 @@ def test_corpus_topics_verify_ok(
         assert result.status == 0, result.out + result.err
         assert result.lines[-1].endswith("all OK.")
     assert snapshot(corpus_data_dir) == before
+
+
+def test_verify_uses_the_last_cleaning_round_time(cli: Cli) -> None:
+    """After ``clean --once`` the round is in ``seglog-cleaner-history.json``; verify judges
+    tombstone horizons against it (a tombstone whose horizon a recorded round passed is
+    reported), and deleting the topic forgets the history."""
+    create(cli, "h", "cleanup.policy=compact", "min.cleanable.dirty.ratio=0.01")
+    produce(cli, "h", [{"key": "a", "value": "1"}, {"key": "a", "value": None}] * 30)
+    produce(cli, "h", [{"key": "b", "value": "2"}] * 30)
+    cli.ok("clean", "--once")
+    history_path = cli.data_dir / "seglog-cleaner-history.json"
+    history = json.loads(history_path.read_text())
+    [round_] = history["partitions"]["h-0"]
+    assert round_["round_ms"] > 0 and round_["end_offset"] > 0
+    assert verify_json(cli, "h")[0] == 0
+    round_["round_ms"] += 10 * 86_400_000  # a later round that should have dropped it
+    history_path.write_text(json.dumps(history))
+    status, document = verify_json(cli, "h")
+    assert status == 1
+    assert "expired-tombstone" in json.dumps(document)
+    cli.ok("topics", "delete", "h")
+    assert "h-0" not in json.loads(history_path.read_text())["partitions"]

@@ -108,6 +108,20 @@ class CleanerCheckpoints:
 
     def __init__(self) -> None:
         self._roots: dict[Path, tuple[dict[TopicPartition, int], list[str]]] = {}
+        self._last_round_ms: dict[Path, dict[str, int]] = {}
+
+    def last_clean_ms(self, log: Log) -> int | None:
+        """The clock time of the partition's last recorded cleaning round (None if none),
+        from ``seglog-cleaner-history.json``."""
+        root = log.directory.parent
+        if root not in self._last_round_ms:
+            history = LogDirectory(root, writable=False).read_cleaner_history()
+            self._last_round_ms[root] = {
+                name: int(rounds[-1]["round_ms"])
+                for name, rounds in history.partitions.items()
+                if rounds
+            }
+        return self._last_round_ms[root].get(str(log.topic_partition))
 
     def of(self, log: Log) -> tuple[int | None, list[str]]:
         """The partition's checkpointed offset (None if absent) and the file's problems."""
@@ -121,9 +135,10 @@ class CleanerCheckpoints:
 
 
 def verify_partition(log: Log, checkpoints: CleanerCheckpoints) -> PartitionResult:
-    """Verify one log with its cleaner checkpoint (``last_clean_ms`` is not known yet)."""
+    """Verify one log with its cleaner checkpoint and its last cleaning round's time."""
     checkpoint, checkpoint_problems = checkpoints.of(log)
-    report = verify_log(log, cleaner_checkpoint=checkpoint, last_clean_ms=None)
+    last_clean = checkpoints.last_clean_ms(log) if checkpoint is not None else None
+    report = verify_log(log, cleaner_checkpoint=checkpoint, last_clean_ms=last_clean)
     if log.config.is_compacted and checkpoint_problems:
         # An unreadable checkpoint reads as empty: say why the key checks did not run.
         path = str(log.directory.parent / CLEANER_OFFSET_CHECKPOINT)

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from seglog.clock import Clock
 from seglog.core.cleaning import (
@@ -369,10 +370,32 @@ class CleanerManager:
             self.resume(tp)
 
     def forget(self, tp: TopicPartition) -> None:
-        """``tp`` was deleted: drop its uncleanable mark and checkpoint entry."""
+        """``tp`` was deleted: drop its uncleanable mark, checkpoint entry and history."""
         with self._cond:
             self._uncleanable.pop(tp, None)
+            if self.writable:
+                for root in self._roots.values():
+                    history = root.read_cleaner_history()
+                    if history.partitions.pop(str(tp), None) is not None:
+                        root.write_cleaner_history(history)
         self.update_checkpoint(tp, None, None)
+
+    def record_round(self, tp: TopicPartition, log: Log, entry: dict[str, Any]) -> None:
+        """Persist a finished round's figures (``round_ms``, ``end_offset``, stats)."""
+        if not self.writable:
+            return
+        with self._cond:
+            root = self._root_of(log)
+            history = root.read_cleaner_history()
+            history.add(str(tp), entry)
+            root.write_cleaner_history(history)
+
+    def rounds(self, tp: TopicPartition) -> list[dict[str, Any]]:
+        """The persisted rounds of ``tp``, oldest first."""
+        out: list[dict[str, Any]] = []
+        for root in self._roots.values():
+            out.extend(root.read_cleaner_history().partitions.get(str(tp), []))
+        return out
 
     def uncleanable_bytes_by_dir(self) -> dict[str, tuple[int, int]]:
         """Per log directory: (uncleanable partitions, their bytes) (KIP-346 gauges)."""

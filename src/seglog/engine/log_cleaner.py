@@ -34,6 +34,7 @@ from seglog.core.retention import RetentionPlan
 from seglog.engine.cleaner import Cleaner, CleanerStats, CleaningAbortedError, Throttler
 from seglog.engine.cleaner_manager import CleanerManager, CleaningCandidate
 from seglog.engine.log import Log
+from seglog.errors import SeglogError
 from seglog.format.topic_names import TopicPartition
 
 LOG = logging.getLogger("seglog.cleaner")
@@ -174,6 +175,12 @@ class LogCleaner:
         finally:
             manager.done_cleaning(tp, log, end_offset)
         LOG.info("%s", stats.summary(str(tp), thread=index))
+        try:
+            manager.record_round(
+                tp, log, {"round_ms": now_ms, "end_offset": stats.end_offset, **stats.to_json()}
+            )
+        except (SeglogError, OSError) as exc:  # figures only: never fail a finished round
+            LOG.warning("could not record the cleaning round of %s: %s", tp, exc)
         with self._lock:
             self.last_stats[index] = stats
             self.history.append((tp, stats))

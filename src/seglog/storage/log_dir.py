@@ -132,6 +132,57 @@ class TopicsFile:
         return cls(generation, topics)
 
 
+CLEANER_HISTORY_FILE = "seglog-cleaner-history.json"
+CLEANER_HISTORY_VERSION = 1
+CLEANER_HISTORY_ROUNDS_MAX = 20  # per partition, newest last
+CLEANER_HISTORY_MAX_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(slots=True)
+class CleanerHistory:
+    """Content of ``seglog-cleaner-history.json``: per partition (``topic-partition``), the
+    last :data:`CLEANER_HISTORY_ROUNDS_MAX` cleaning rounds, oldest first. Each round is a
+    JSON object with at least ``round_ms`` (the round's clock time, the one its delete
+    horizons and expiries used) and ``end_offset``; the rest are the round's figures.
+    seglog's own file (Kafka keeps no such history): ``seglog verify`` reads the last round's
+    time, reports and ``seglog cleaner status`` read the figures."""
+
+    partitions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+
+    def add(self, name: str, entry: dict[str, Any]) -> None:
+        """Append a round for partition ``name``, keeping the newest rounds only."""
+        rounds = self.partitions.setdefault(name, [])
+        rounds.append(entry)
+        del rounds[:-CLEANER_HISTORY_ROUNDS_MAX]
+
+    def encode(self) -> bytes:
+        """Canonical JSON bytes."""
+        body = {"version": CLEANER_HISTORY_VERSION, "partitions": self.partitions}
+        return (json.dumps(body, sort_keys=True) + "\n").encode()
+
+    @classmethod
+    def decode(cls, data: bytes, *, path: str) -> CleanerHistory:
+        """Parse and check; anything unexpected is a ``CorruptCheckpointError``."""
+        try:
+            body = json.loads(data)
+            if body.get("version") != CLEANER_HISTORY_VERSION:
+                raise ValueError(f"unsupported version {body.get('version')!r}")
+            partitions = body["partitions"]
+            if not isinstance(partitions, dict):
+                raise ValueError("partitions must be an object")
+            for name, rounds in partitions.items():
+                if not isinstance(rounds, list) or not all(
+                    isinstance(r, dict)
+                    and isinstance(r.get("round_ms"), int)
+                    and isinstance(r.get("end_offset"), int)
+                    for r in rounds
+                ):
+                    raise ValueError(f"partition {name!r}: rounds need round_ms and end_offset")
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptCheckpointError(f"unreadable cleaner history: {exc}", path=path) from exc
+        return cls({str(k): list(v) for k, v in partitions.items()})
+
+
 class LogDirectory:
     """One root of ``log.dirs``: lock, meta.properties, checkpoints, clean-shutdown marker."""
 
@@ -255,6 +306,27 @@ class LogDirectory:
             return TopicsFile.decode(path.read_bytes(), path=str(path))
         except OSError as exc:
             raise UnreadableFileError(exc.strerror or str(exc), path=str(path)) from exc
+
+    def read_cleaner_history(self) -> CleanerHistory:
+        """``seglog-cleaner-history.json`` (empty when absent; a damaged file is recorded as a
+        problem and read as empty: it only holds figures, nothing data depends on)."""
+        path = self.path / CLEANER_HISTORY_FILE
+        try:
+            if path.stat().st_size > CLEANER_HISTORY_MAX_BYTES:
+                raise CorruptCheckpointError("cleaner history is too large", path=str(path))
+            return CleanerHistory.decode(path.read_bytes(), path=str(path))
+        except FileNotFoundError:
+            return CleanerHistory()
+        except OSError as exc:
+            self.problems.append(f"{path}: {exc.strerror}")
+        except SeglogError as exc:
+            self.problems.append(f"{path}: {exc}")
+        return CleanerHistory()
+
+    def write_cleaner_history(self, history: CleanerHistory) -> None:
+        """Replace ``seglog-cleaner-history.json`` atomically."""
+        if self.writable:
+            write_file_atomically(self.path / CLEANER_HISTORY_FILE, history.encode())
 
     def write_topics(self, topics: TopicsFile) -> None:
         """Replace ``seglog-topics.json`` atomically."""
