@@ -416,6 +416,22 @@ TOPIC_CONFIG_KEYS: Mapping[str, TopicConfigKey] = {
             ConfigType.LONG,
             _at_least(0),
         ),
+        # seglog's own (Pulsar-style compacted copy): Pulsar's brokerServiceCompaction-
+        # ThresholdInBytes and topicCompactionRetainNullKey, under Kafka-style names.
+        _key(
+            "compaction.threshold.bytes",
+            ("log.compaction.threshold.bytes",),
+            0,
+            ConfigType.LONG,
+            _at_least(0),
+        ),
+        _key(
+            "compaction.retain.null.key",
+            ("log.compaction.retain.null.key",),
+            False,
+            ConfigType.BOOLEAN,
+            _anything(),
+        ),
     )
 }
 
@@ -490,6 +506,8 @@ class LogConfig:
     message_timestamp_type: str = "CreateTime"
     message_timestamp_before_max_ms: int = INT64_MAX
     message_timestamp_after_max_ms: int = INT64_MAX
+    compaction_threshold_bytes: int = 0  # compacted copy: backlog that triggers a run (0 off)
+    compaction_retain_null_key: bool = False  # compacted copy: keep keyless records
 
     def __post_init__(self) -> None:
         for key in TOPIC_CONFIG_KEYS.values():

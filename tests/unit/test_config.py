@@ -51,6 +51,9 @@ SPEC_TOPIC_DEFAULTS: dict[str, tuple[tuple[str, ...], object]] = {
     "message.timestamp.type": (("log.message.timestamp.type",), "CreateTime"),
     "message.timestamp.before.max.ms": (("log.message.timestamp.before.max.ms",), LONG_MAX),
     "message.timestamp.after.max.ms": (("log.message.timestamp.after.max.ms",), LONG_MAX),
+    # seglog's own keys (the Pulsar-style compacted copy), not Kafka's
+    "compaction.threshold.bytes": (("log.compaction.threshold.bytes",), 0),
+    "compaction.retain.null.key": (("log.compaction.retain.null.key",), False),
 }
 
 SPEC_BROKER_DEFAULTS = {

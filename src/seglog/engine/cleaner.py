@@ -248,6 +248,22 @@ class _Producers:
 
 
 @dataclass(frozen=True, slots=True)
+class RecordFilter:
+    """Extra rules for a pass over a chunk beside the map's (the compacted-copy compactor's):
+    rows outside ``[min_offset, max_offset]`` are not copied; keyless rows are kept when
+    ``keep_keyless``; rows with a timestamp below ``min_timestamp_ms`` are dropped
+    (retention of the copy). The Kafka-style cleaner uses the defaults."""
+
+    min_offset: int = -1
+    max_offset: int = (1 << 63) - 1
+    keep_keyless: bool = False
+    min_timestamp_ms: int | None = None
+
+
+NO_FILTER = RecordFilter()
+
+
+@dataclass(frozen=True, slots=True)
 class _SegmentSummary:
     """One segment's header facts: its size when read, why it cannot be cleaned (if so),
     and each idempotent producer's last data batch (last offset, max timestamp)."""
@@ -287,6 +303,7 @@ class Cleaner:
         self._consumed = 0
         self._superseded = np.zeros(0, dtype=np.uint8)
         self._superseded_base = 0
+        self.full_at_batch_base = -1  # base offset of the batch where the last build filled
         self._summaries: weakref.WeakKeyDictionary[LogSegment, _SegmentSummary] = (
             weakref.WeakKeyDictionary()
         )
@@ -427,30 +444,38 @@ class Cleaner:
         # is put, so the cleaning pass knows a dirty record's fate without a second lookup.
         self._superseded = np.zeros(max(min(end - start, SUPERSEDED_MARKS_MAX), 0), np.uint8)
         self._superseded_base = start
+        self.full_at_batch_base = -1
         for i, segment in enumerate(dirty):
             check_done()
             segment_end = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
             _, from_position = segment.offset_index.lookup(start)
             full = False
             for _, columns in self._chunks(segment, from_position, check_done):
+                rows = int(np.searchsorted(columns.offset, end))  # offsets increase
                 stop = offset_map.put_columns(
                     columns.data,
                     columns.key_position,
                     columns.key_length,
                     columns.offset,
+                    stop_row=rows,
                     min_offset=start,
                     superseded=self._superseded,
                     superseded_base=start,
                 )
                 stats.map_messages_read += stop
                 stats.map_bytes_read += self._consumed
-                if stop < len(columns):
+                if stop < rows:
                     full = True
+                    self.full_at_batch_base = int(
+                        columns.batches.base_offset[columns.batch_index[stop]]
+                    )
                     break
                 if len(columns.batches):
-                    last = int(columns.batches.last_offset[-1])
+                    last = min(int(columns.batches.last_offset[-1]), end - 1)
                     if last >= start:
                         offset_map.update_latest_offset(last)
+                if rows < len(columns):
+                    break  # reached ``end`` inside this segment
             if full:
                 return
             offset_map.update_latest_offset(segment_end - 1)
@@ -574,6 +599,34 @@ class Cleaner:
         group_last_offset: int,
         producers: _Producers,
     ) -> None:
+        buffers, spans, written = self._filter_chunk(
+            chunk_position,
+            columns,
+            stats,
+            now_ms=now_ms,
+            horizon_ms=horizon_ms,
+            upper_bound=upper_bound,
+            group_last_offset=group_last_offset,
+            producers=producers,
+        )
+        if spans:
+            cleaned.append(buffers, written, spans)
+            self.throttler.maybe_throttle(written)
+
+    def _filter_chunk(
+        self,
+        chunk_position: int,
+        columns: RecordColumns,
+        stats: CleanerStats,
+        *,
+        now_ms: int,
+        horizon_ms: int,
+        upper_bound: int,
+        group_last_offset: int,
+        producers: _Producers,
+        rules: RecordFilter = NO_FILTER,
+    ) -> tuple[list[Any], list[tuple[int, int, int, int]], int]:
+        """Decide and rewrite one chunk's batches: the buffers and spans to append."""
         batches = columns.batches
         batch_count = len(batches)
         rows = len(columns)
@@ -581,10 +634,10 @@ class Cleaner:
         stats.bytes_read += consumed
         stats.messages_read += rows
         if batch_count == 0:
-            return
+            return [], [], 0
         offset_map = self.offset_map
         latest = offset_map.latest_offset
-        keep = self._keep_flags(columns, now_ms, latest, stats)
+        keep = self._keep_flags(columns, now_ms, latest, stats, rules)
         record_start = batches.record_start
         counts = np.diff(record_start)
         kept_prefix = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
@@ -652,14 +705,17 @@ class Cleaner:
         )
         stats.messages_written += int(kept.sum())
         stats.bytes_written += written
-        if spans:
-            cleaned.append(buffers, written, spans)
-            self.throttler.maybe_throttle(written)
+        return buffers, spans, written
 
     def _keep_flags(
-        self, columns: RecordColumns, now_ms: int, latest: int, stats: CleanerStats
+        self,
+        columns: RecordColumns,
+        now_ms: int,
+        latest: int,
+        stats: CleanerStats,
+        rules: RecordFilter = NO_FILTER,
     ) -> npt.NDArray[np.bool_]:
-        """Kafka's ``shouldRetainRecord`` (spec §5.3) for every row at once."""
+        """Kafka's ``shouldRetainRecord`` (spec §5.3) for every row at once (plus ``rules``)."""
         offsets = columns.offset
         beyond = offsets > latest
         has_key = columns.key_length >= 0
@@ -685,6 +741,12 @@ class Cleaner:
             has_key & is_latest & (is_live_value | keep_delete[columns.batch_index])
         )
         stats.invalid_messages_read += int((~beyond & ~has_key).sum())
+        if rules is not NO_FILTER:
+            if rules.keep_keyless:
+                keep |= ~has_key
+            keep &= (offsets >= rules.min_offset) & (offsets <= rules.max_offset)
+            if rules.min_timestamp_ms is not None:
+                keep &= columns.reported_timestamp() >= rules.min_timestamp_ms
         return keep
 
     def _finish_batches(
