@@ -721,6 +721,15 @@ _BROKER_ONLY_KEYS = (
         "producer_id_expiration_check_interval_ms",
         600_000,
     ),
+    # seglog's own: how often the scheduler checks compaction.threshold.bytes (Pulsar's
+    # brokerServiceCompactionMonitorIntervalInSeconds, 60 s).
+    BrokerKey(
+        "log.compaction.check.interval.ms",
+        ConfigType.LONG,
+        _at_least(1),
+        "log_compaction_check_interval_ms",
+        60_000,
+    ),
 )
 
 _NODE_ID_CHECK = _between(0, INT32_MAX)
@@ -771,6 +780,7 @@ class BrokerConfig:
     log_cleaner_backoff_ms: int = 15_000
     producer_id_expiration_ms: int = 24 * MS_PER_HOUR
     producer_id_expiration_check_interval_ms: int = 600_000
+    log_compaction_check_interval_ms: int = 60_000
     ignored_keys: tuple[str, ...] = field(default=(), compare=False)
     """``server.properties`` keys that were not read (not storage settings), for reporting."""
 

@@ -75,6 +75,7 @@ SPEC_BROKER_DEFAULTS = {
     "log_cleaner_backoff_ms": 15000,
     "producer_id_expiration_ms": 86400000,
     "producer_id_expiration_check_interval_ms": 600000,
+    "log_compaction_check_interval_ms": 60000,
 }
 
 

@@ -38,16 +38,25 @@ from pathlib import Path
 
 from seglog.clock import Clock, SystemClock
 from seglog.config import BrokerConfig, LogConfig
+from seglog.core.offset_map import OffsetMap
 from seglog.core.retention import RetentionPlan
+from seglog.engine.cleaner import Cleaner
 from seglog.engine.cleaner_manager import CleanerManager
-from seglog.engine.log import Log
-from seglog.engine.log_cleaner import CleanPlan, CleanResult, LogCleaner
+from seglog.engine.compactor import (
+    CompactionRun,
+    CompactionService,
+    copy_store,
+    read_compacted_records,
+)
+from seglog.engine.log import ConsumedRecord, Log
+from seglog.engine.log_cleaner import CleanPlan, CleanResult, LogCleaner, per_thread_map_bytes
 from seglog.engine.scheduler import Scheduler
 from seglog.errors import (
     CorruptCheckpointError,
     InvalidConfigError,
     InvalidTopicError,
     OffsetOutOfRangeError,
+    SeglogError,
     TopicExistsError,
     UnknownTopicError,
 )
@@ -66,6 +75,7 @@ from seglog.format.topic_names import (
     validate_partition,
     validate_topic_name,
 )
+from seglog.storage.compacted_copy import CompactionStatus
 from seglog.storage.loader import LoadReport
 from seglog.storage.log_dir import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -181,6 +191,7 @@ class LogManager:
         self.log_cleaner = LogCleaner(
             broker, self.cleaner_manager, clock=self.clock, run_retention=self._retain
         )
+        self.compaction = CompactionService(self._new_compaction_cleaner, self.clock)
 
     @classmethod
     def open(
@@ -296,6 +307,7 @@ class LogManager:
             self._logs[tp] = log
             self._log_root[tp] = index
             self.load_reports.append(log.load_report)
+            copy_store(log).recover()  # unpublished or superseded compacted copies go
 
     def _reconcile_topics(self) -> None:
         for name, meta in list(self._topics.topics.items()):
@@ -314,9 +326,26 @@ class LogManager:
                 remove_partition_dir(path)
             root.pending_deletes.clear()
 
+    def _new_compaction_cleaner(self) -> Cleaner:
+        """The compacted-copy compactor's own map and buffers (the cleaner threads keep
+        theirs), sized like one cleaner thread's."""
+        return Cleaner(
+            OffsetMap(
+                per_thread_map_bytes(self.broker), self.broker.log_cleaner_io_buffer_load_factor
+            ),
+            clock=self.clock,
+            throttler=self.log_cleaner.throttler,
+            producer_id_expiration_ms=self.broker.producer_id_expiration_ms,
+        )
+
     def _schedule_tasks(self) -> None:
         broker = self.broker
         tasks = (
+            (
+                "seglog-compaction-monitor",
+                self.run_compaction_triggers,
+                broker.log_compaction_check_interval_ms,
+            ),
             ("kafka-log-retention", self.run_retention, broker.log_retention_check_interval_ms),
             ("kafka-log-flusher", self.flush_due_logs, broker.log_flush_scheduler_interval_ms),
             (
@@ -642,6 +671,50 @@ class LogManager:
                 manager.update_checkpoint(tp, log, active_base)
         self.checkpoint_all()
         return removed
+
+    # --- the Pulsar-style compacted copy ----------------------------------------------------
+    def _partitions_of(self, topic: str, partition: int | None) -> list[Log]:
+        if topic not in self.topic_names():
+            raise UnknownTopicError(f"topic {topic!r} does not exist")
+        if partition is not None:
+            return [self.get_log(topic, partition)]
+        return [self._logs[tp] for tp in sorted(self._logs) if tp.topic == topic]
+
+    def compact(
+        self, topic: str, partition: int | None = None
+    ) -> dict[TopicPartition, CompactionRun]:
+        """Run the compacted-copy compactor now on a topic (or one partition); a partition
+        whose run is already under way raises ``CompactionRunningError``."""
+        self._check_writable()
+        return {
+            log.topic_partition: self.compaction.compact(log)
+            for log in self._partitions_of(topic, partition)
+        }
+
+    def compaction_status(self, topic: str) -> dict[TopicPartition, CompactionStatus]:
+        """Per partition: NOT_RUN, RUNNING, SUCCESS or ERROR, with the last run's figures."""
+        return {
+            log.topic_partition: self.compaction.status(log)
+            for log in self._partitions_of(topic, None)
+        }
+
+    def run_compaction_triggers(self) -> list[TopicPartition]:
+        """The scheduler's check: compact every partition whose backlog exceeds its
+        ``compaction.threshold.bytes`` (0 = off); returns the partitions compacted."""
+        done = []
+        for tp, log in sorted(self._logs.items()):
+            try:
+                if self.compaction.maybe_compact(log) is not None:
+                    done.append(tp)
+            except SeglogError:
+                continue  # the status says ERROR; the next check tries again
+        return done
+
+    def read_compacted(
+        self, topic: str, partition: int, offset: int, max_records: int = 500
+    ) -> list[ConsumedRecord]:
+        """Up to ``max_records`` records from ``offset`` as a read-compacted reader sees them."""
+        return read_compacted_records(self.get_log(topic, partition), offset, max_records)
 
     def cleaner_checkpoints(self) -> dict[TopicPartition, int]:
         """Every partition's ``cleaner-offset-checkpoint`` entry."""
