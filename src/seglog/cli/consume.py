@@ -33,6 +33,15 @@ a header key repeats or a header key or value is not UTF-8: then ``headers_base6
 it, a list of ``[key_base64, value_base64 or null]`` pairs in record order. ``seglog produce
 --format json`` accepts all of these fields, so output can be produced again.
 
+``--read-compacted`` reads as a Pulsar read-compacted reader does (see ``seglog compact``):
+per partition, the records of the published compacted copy (one per key, the latest at or
+below the copy's compaction horizon) up to the horizon, then the original log's records after
+it. A partition without a published copy reads as without the option. The copy is kept
+whatever the log start offset (retention and ``delete-records`` do not apply to it), so with
+a copy ``--offset earliest`` starts at offset 0 and ``--offset N`` accepts any N from 0 to the
+log end; ``--timestamp MS`` finds its offset in the log (as without the option), and the
+compacted view is read from there. Every other option works as without it.
+
 After the records, ``Processed a total of N messages`` goes to stderr (Kafka's line).
 """
 
@@ -52,6 +61,7 @@ from seglog.cli.common import (
     open_manager,
     positive_int,
 )
+from seglog.engine.compactor import copy_store, iter_compacted_records
 from seglog.engine.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ConsumedRecord, Log
 from seglog.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicError
 from seglog.format.reader import read_batches
@@ -68,6 +78,7 @@ Examples:
   seglog --data-dir D consume prices --print-key
   seglog --data-dir D consume prices --partition 1 --offset 100 --max-records 10
   seglog --data-dir D consume prices --timestamp 1700000000000 --format json | jq .value
+  seglog --data-dir D consume prices --read-compacted --print-key
   seglog --read-only --data-dir /var/lib/kafka/data consume orders --format json"""
 
 
@@ -137,6 +148,12 @@ def register(subparsers: Subparsers) -> None:
         metavar="MARKER",
         help="text: what a null key or value prints as (default: null)",
     )
+    parser.add_argument(
+        "--read-compacted",
+        action="store_true",
+        help="read the compacted copy up to its horizon, then the log after it "
+        "(see 'seglog compact')",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -197,21 +214,31 @@ def record_json(topic: str, partition: int, record: ConsumedRecord) -> dict[str,
 # --- reading ----------------------------------------------------------------------------------
 
 
-def start_offset(log: Log, offset: str | int, timestamp: int | None) -> int:
-    """Where to start reading ``log`` (see the module docstring)."""
+def start_offset(
+    log: Log, offset: str | int, timestamp: int | None, *, read_compacted: bool = False
+) -> int:
+    """Where to start reading ``log`` (see the module docstring).
+
+    ``read_compacted``: with a published compacted copy, the earliest offset is 0 (the copy
+    is kept below the log start offset), and so is the lowest ``--offset N``.
+    """
     if timestamp is not None:
         found = log.fetch_offset_by_timestamp(timestamp)
         return log.log_end_offset if found is None else found.offset
+    has_copy = read_compacted and copy_store(log).published() is not None
+    if offset == "earliest" and has_copy:
+        return 0
     if offset in ("earliest", "latest"):
         which = EARLIEST_TIMESTAMP if offset == "earliest" else LATEST_TIMESTAMP
         found = log.fetch_offset_by_timestamp(which)
         assert found is not None  # earliest and latest always answer
         return found.offset
     assert isinstance(offset, int)
-    start, end = log.log_start_offset, log.log_end_offset
+    start, end = 0 if has_copy else log.log_start_offset, log.log_end_offset
     if not start <= offset <= end:
+        what = "copy start" if has_copy else "log start"
         raise OffsetOutOfRangeError(
-            f"offset {offset} is outside [{start}, {end}] (log start, log end) of "
+            f"offset {offset} is outside [{start}, {end}] ({what}, log end) of "
             f"{log.topic_partition}"
         )
     return offset
@@ -251,6 +278,30 @@ def read_partition(log: Log, first: int, end: int, limit: int | None) -> Iterato
             offset = max(offset, batch.last_offset + 1)
 
 
+def read_compacted_partition(
+    log: Log, first: int, end: int, limit: int | None
+) -> Iterator[ConsumedRecord]:
+    """What a read-compacted reader sees of ``log`` from ``first`` up to ``end``
+    (exclusive), at most ``limit`` records: the compacted copy up to its horizon, then the
+    log after it."""
+    if limit == 0:
+        return
+    count = 0
+    records = iter_compacted_records(log, first, end)
+    try:
+        for record in records:
+            yield record
+            count += 1
+            if limit is not None and count >= limit:
+                return
+    finally:
+        # A generator: closing it releases the copy's segment files as soon as the limit is
+        # reached, not when it is garbage collected.
+        close = getattr(records, "close", None)
+        if close is not None:
+            close()
+
+
 def _binary_stdout() -> IO[bytes]:
     sys.stdout.flush()
     return sys.stdout.buffer
@@ -276,11 +327,14 @@ def run(args: argparse.Namespace) -> int:
         for partition in partitions:
             log = manager.get_log(args.topic, partition)
             end = log.log_end_offset
-            first = start_offset(log, args.offset, args.timestamp)
+            first = start_offset(
+                log, args.offset, args.timestamp, read_compacted=args.read_compacted
+            )
             limit = None if args.max_records is None else args.max_records - total
             if limit == 0:
                 break
-            for record in read_partition(log, first, end, limit):
+            reader = read_compacted_partition if args.read_compacted else read_partition
+            for record in reader(log, first, end, limit):
                 total += 1
                 if is_json:
                     line = json_line(record_json(args.topic, partition, record)).encode()

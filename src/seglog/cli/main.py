@@ -29,6 +29,7 @@ from types import ModuleType
 from seglog import __version__
 from seglog.cli import (
     clean,
+    compact,
     consume,
     delete_records,
     demo,
@@ -57,6 +58,7 @@ SUBCOMMANDS: tuple[ModuleType, ...] = (
     delete_records,
     retention,
     clean,
+    compact,
     log_dirs,
     dump_log,
     verify,

@@ -213,6 +213,10 @@ class Compactor:
                         writer.append(buffers, spans, written)
                         cleaner.throttler.maybe_throttle(written)
             run.segments = writer.finish()
+            # The horizon's records must be durable before a copy that folds them is: a
+            # crash must not leave a published copy ahead of the log (startup would then
+            # withdraw it).
+            log.flush(horizon + 1)
             store.publish(Publication(copy_dir.name, horizon, now))
         except BaseException:
             if run.copy:
@@ -345,16 +349,22 @@ def iter_compacted_records(
         return
     publication, segments = opened
     position = offset
+    stop = min(end, publication.horizon + 1)
     try:
-        for segment in segments:
-            for batch in segment.iter_batches(0, segment.size):
+        for i, segment in enumerate(segments):
+            if i + 1 < len(segments) and segments[i + 1].base_offset <= position:
+                continue  # the next segment starts at or before the position
+            if segment.base_offset >= stop:
+                break
+            _, start_position = segment.offset_index.lookup(position)
+            for batch in segment.iter_batches(start_position, segment.size):
+                if batch.base_offset >= stop:
+                    break
                 if batch.last_offset < position or batch.is_control:
                     continue
                 for record in batch.records():
-                    if record.offset < position:
+                    if record.offset < position or record.offset >= stop:
                         continue
-                    if record.offset >= end or record.offset > publication.horizon:
-                        break
                     yield ConsumedRecord(
                         record.offset,
                         batch.reported_timestamp(record),
@@ -455,7 +465,7 @@ class CompactionService:
                 if self._compactor is None:
                     self._compactor = Compactor(self._cleaner_factory())
                 run = self._compactor.compact(log)
-        except Exception as exc:
+        except BaseException as exc:  # an interrupt too: never leave RUNNING behind
             store.write_status(
                 CompactionStatus("ERROR", f"{type(exc).__name__}: {exc}", previous.figures)
             )
@@ -471,7 +481,10 @@ class CompactionService:
                 "the next run goes on from there"
             )
         elif run.is_noop:
+            # Keep the figures of the run that made the published copy.
             message = "nothing new since the last run"
+            store.write_status(CompactionStatus("SUCCESS", message, previous.figures))
+            return run
         store.write_status(CompactionStatus("SUCCESS", message, run.to_json()))
         return run
 

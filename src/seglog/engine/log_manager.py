@@ -307,7 +307,7 @@ class LogManager:
             self._logs[tp] = log
             self._log_root[tp] = index
             self.load_reports.append(log.load_report)
-            copy_store(log).recover()  # unpublished or superseded compacted copies go
+            copy_store(log).recover(log.log_end_offset)  # unpublished/superseded copies go
 
     def _reconcile_topics(self) -> None:
         for name, meta in list(self._topics.topics.items()):
@@ -665,6 +665,12 @@ class LogManager:
         manager = self.cleaner_manager
         with manager.paused(tp):
             removed = log.truncate_to(offset)
+            # A compacted copy made from records at or above ``offset`` no longer folds this
+            # log: withdraw it (read-compacted readers read the log until the next run).
+            store = copy_store(log)
+            publication = store.published()
+            if publication is not None and publication.horizon >= offset:
+                store.unpublish()
             checkpoint = manager.checkpoints().get(tp)
             active_base = log.active_segment.base_offset
             if log.config.is_compacted and checkpoint is not None and checkpoint > active_base:

@@ -143,18 +143,47 @@ class CompactedCopyStore:
         self.partition_dir = partition_dir
         self.path = partition_dir / COMPACTION_DIR
         self.writable = writable
+        self.problems: list[str] = []
 
     def published(self) -> Publication | None:
-        """The publication, or None when no copy was ever published."""
+        """The publication, or None when no copy was ever published. A damaged
+        ``published.json`` reads as no publication (recorded in :attr:`problems`): readers
+        then read the original log, which is always complete, and the next run rebuilds the
+        copy from it."""
         path = self.path / PUBLISHED_FILE
-        data = _read_small(path)
-        return None if data is None else Publication.decode(data, path=str(path))
+        try:
+            data = _read_small(path)
+            return None if data is None else Publication.decode(data, path=str(path))
+        except (CorruptCheckpointError, UnreadableFileError) as exc:
+            self.problems.append(str(exc))
+            return None
 
     def status(self) -> CompactionStatus:
-        """The persisted status (NOT_RUN when none)."""
+        """The persisted status (NOT_RUN when none; a damaged file reads as ERROR naming it:
+        it holds figures only)."""
         path = self.path / STATUS_FILE
-        data = _read_small(path)
-        return CompactionStatus() if data is None else CompactionStatus.decode(data, path=str(path))
+        try:
+            data = _read_small(path)
+            if data is None:
+                return CompactionStatus()
+            return CompactionStatus.decode(data, path=str(path))
+        except (CorruptCheckpointError, UnreadableFileError) as exc:
+            self.problems.append(str(exc))
+            return CompactionStatus("ERROR", f"status unreadable: {exc}")
+
+    def unpublish(self) -> None:
+        """Withdraw the published copy (the log it was made from was truncated below its
+        horizon): ``published.json`` is removed durably first, then the copy; a crash in
+        between leaves an unpublished copy, which startup removes."""
+        publication = self.published()
+        path = self.path / PUBLISHED_FILE
+        if not self.writable or not path.exists():
+            return
+        reached("unlink", path)
+        path.unlink()
+        fsync_directory(self.path)
+        if publication is not None:
+            self.remove_copy(publication.copy)
 
     def write_status(self, status: CompactionStatus) -> None:
         """Replace ``status.json`` atomically."""
@@ -185,13 +214,17 @@ class CompactedCopyStore:
             reached("unlink", path)
             shutil.rmtree(path, ignore_errors=True)
 
-    def recover(self) -> list[str]:
-        """Startup: remove every copy directory but the published one, and stray temporary
-        files; a status left RUNNING by a stopped process becomes ERROR. Returns what was
-        removed. Read-only stores change nothing."""
+    def recover(self, log_end_offset: int) -> list[str]:
+        """Startup: withdraw a publication whose horizon is at or past ``log_end_offset``
+        (the log lost its tail since), remove every copy directory but the published one and
+        stray temporary files; a status left RUNNING by a stopped process becomes ERROR.
+        Returns what was removed. Read-only stores change nothing."""
         if not self.writable or not self.path.is_dir():
             return []
         publication = self.published()
+        if publication is not None and publication.horizon >= log_end_offset:
+            self.unpublish()
+            publication = None
         keep = publication.copy if publication else None
         removed = []
         for entry in sorted(self.path.iterdir()):
