@@ -5,9 +5,10 @@ with ratios; the raw samples go to ``bench/results/*.json`` (git-ignored). Argum
 passed to every benchmark, e.g. ``--quick`` for a smoke run.
 
 Run: ``.venv/bin/python -m bench.run_all [--quick] [--size-mb N] [--repeat N]``. ``--size-mb``
-means MB per segment to ``bench_format``, MB appended per sample to ``bench_storage`` and MiB of
-dirty log to ``bench_cleaner``; each benchmark ignores (``bench_storage``, ``bench_cleaner``)
-or rejects (``bench_format``) the others' own options.
+means MB per segment to ``bench_format``, MB appended per sample to ``bench_storage``, MiB of
+dirty log to ``bench_cleaner`` and MiB of original log to ``bench_compacted``; each benchmark
+ignores (``bench_storage``, ``bench_cleaner``, ``bench_compacted``) or rejects
+(``bench_format``) the others' own options.
 """
 
 from __future__ import annotations
@@ -19,12 +20,13 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: python bench/run_all.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bench_cleaner, bench_format, bench_storage
+from bench import bench_cleaner, bench_compacted, bench_format, bench_storage
 
 BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "format": bench_format.main,
     "storage": bench_storage.main,
     "cleaner": bench_cleaner.main,
+    "compacted": bench_compacted.main,
 }
 
 
