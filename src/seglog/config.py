@@ -142,6 +142,18 @@ def _one_of(*choices: str) -> Check:
     return Check(lambda value: value in choices, f"one of {', '.join(choices)}")
 
 
+def _compaction_strategy() -> Check:
+    def ok(value: object) -> bool:
+        if not isinstance(value, str):
+            return False
+        if value in ("offset", "timestamp"):
+            return True
+        prefix, _, name = value.partition(":")
+        return prefix == "header" and bool(name)
+
+    return Check(ok, "offset, timestamp or header:<name>")
+
+
 def _list_of(*choices: str) -> Check:
     return Check(
         lambda value: all(item in choices for item in value),
@@ -432,6 +444,16 @@ TOPIC_CONFIG_KEYS: Mapping[str, TopicConfigKey] = {
             ConfigType.BOOLEAN,
             _anything(),
         ),
+        # KIP-280 (accepted, never merged in Kafka): which record of a key both compactors
+        # keep: the latest offset, the highest timestamp, or the highest numeric version in a
+        # header; ties go to the later offset.
+        _key(
+            "compaction.strategy",
+            ("log.compaction.strategy",),
+            "offset",
+            ConfigType.STRING,
+            _compaction_strategy(),
+        ),
     )
 }
 
@@ -508,6 +530,7 @@ class LogConfig:
     message_timestamp_after_max_ms: int = INT64_MAX
     compaction_threshold_bytes: int = 0  # compacted copy: backlog that triggers a run (0 off)
     compaction_retain_null_key: bool = False  # compacted copy: keep keyless records
+    compaction_strategy: str = "offset"  # offset | timestamp | header:<name> (KIP-280)
 
     def __post_init__(self) -> None:
         for key in TOPIC_CONFIG_KEYS.values():

@@ -54,6 +54,7 @@ SPEC_TOPIC_DEFAULTS: dict[str, tuple[tuple[str, ...], object]] = {
     # seglog's own keys (the Pulsar-style compacted copy), not Kafka's
     "compaction.threshold.bytes": (("log.compaction.threshold.bytes",), 0),
     "compaction.retain.null.key": (("log.compaction.retain.null.key",), False),
+    "compaction.strategy": (("log.compaction.strategy",), "offset"),
 }
 
 SPEC_BROKER_DEFAULTS = {

@@ -44,7 +44,7 @@ from __future__ import annotations
 import struct
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,7 @@ from crc32c import crc32c
 from seglog.clock import Clock
 from seglog.core.cleaning import LogToClean, delete_horizon_ms, group_segments_by_size
 from seglog.core.offset_map import OffsetMap
+from seglog.core.version_map import VersionMap
 from seglog.engine.log import Log
 from seglog.errors import CorruptRecordError, SeglogError
 from seglog.format.batch import (
@@ -78,6 +79,7 @@ from seglog.kernels.compact import (
     rewrite_batches_nb,
 )
 from seglog.kernels.compact_py import rewrite_batches_py
+from seglog.kernels.version_map import header_versions_nb
 from seglog.storage.segment import LogSegment
 
 READ_CHUNK_BYTES = 8 * 1024 * 1024
@@ -292,6 +294,11 @@ class Cleaner:
         use_numba: bool | None = None,
     ) -> None:
         self.offset_map = offset_map
+        # The map of the round: ``offset_map``, or for a KIP-280 strategy other than
+        # "offset" a VersionMap of the same memory (made on first use).
+        self._map: OffsetMap | VersionMap = offset_map
+        self._version_map: VersionMap | None = None
+        self._strategy = "offset"
         self.clock = clock
         self.throttler = throttler or Throttler(float("inf"))
         self.producer_id_expiration_ms = producer_id_expiration_ms
@@ -322,11 +329,16 @@ class Cleaner:
         stats = CleanerStats(first_dirty_offset=to_clean.first_dirty_offset)
         stats.size_before_bytes = log.size_bytes()
         producers = self._pre_pass(log, now)
-        offset_map = self.offset_map
+        offset_map = self.use_strategy(log.config.compaction_strategy)
         offset_map.clear()
         upper_bound = to_clean.first_uncleanable_offset
-        self._build_offset_map(log, to_clean.first_dirty_offset, upper_bound, stats, check_done)
-        end_offset = offset_map.latest_offset + 1
+        # With a strategy other than "offset" a dirty record may lose to a clean-section
+        # record of its key, so the map covers the clean section too (from the log start).
+        map_start = (
+            to_clean.first_dirty_offset if self._strategy == "offset" else log.log_start_offset
+        )
+        self._build_offset_map(log, map_start, upper_bound, stats, check_done)
+        end_offset = self._map.latest_offset + 1
         stats.end_offset = end_offset
         stats.is_partial = end_offset < upper_bound
         stats.map_complete_s = time.monotonic()
@@ -425,6 +437,57 @@ class Cleaner:
         return _SegmentSummary(size, None, producers)
 
     # --- step 1: the offset map ------------------------------------------------------------------
+    def use_strategy(self, strategy: str) -> OffsetMap | VersionMap:
+        """Make ``strategy`` (``compaction.strategy``) the round's; returns its map."""
+        self._strategy = strategy
+        if strategy == "offset":
+            self._map = self.offset_map
+        else:
+            if self._version_map is None:
+                self._version_map = VersionMap(
+                    self.offset_map.memory_bytes, self.offset_map.load_factor
+                )
+            self._map = self._version_map
+        return self._map
+
+    def _versions(self, columns: RecordColumns) -> npt.NDArray[np.int64]:
+        """Each row's version under the round's strategy (timestamp or header value)."""
+        if self._strategy == "timestamp":
+            return columns.reported_timestamp()
+        name = np.frombuffer(self._strategy.partition(":")[2].encode(), dtype=np.uint8)
+        out = np.empty(len(columns), dtype=np.int64)
+        header_versions = header_versions_nb if self.use_numba else header_versions_nb.py_func  # type: ignore[attr-defined]
+        header_versions(
+            columns.data, columns.batches.records_position, columns.batches.record_start, name, out
+        )
+        return out
+
+    def _put(self, columns: RecordColumns, rows: int, min_offset: int) -> int:
+        """Put rows ``[0, rows)`` into the round's map; the row where it filled, else rows."""
+        the_map = self._map
+        if isinstance(the_map, VersionMap):
+            return the_map.put_columns(
+                columns.data,
+                columns.key_position,
+                columns.key_length,
+                columns.offset,
+                self._versions(columns),
+                stop_row=rows,
+                min_offset=min_offset,
+                superseded=self._superseded,
+                superseded_base=self._superseded_base,
+            )
+        return the_map.put_columns(
+            columns.data,
+            columns.key_position,
+            columns.key_length,
+            columns.offset,
+            stop_row=rows,
+            min_offset=min_offset,
+            superseded=self._superseded,
+            superseded_base=self._superseded_base,
+        )
+
     def _build_offset_map(
         self,
         log: Log,
@@ -432,19 +495,35 @@ class Cleaner:
         end: int,
         stats: CleanerStats,
         check_done: Callable[[], None],
+        prior: Sequence[LogSegment] = (),
     ) -> None:
+        """Build the round's map over ``[start, end)`` of the log, after the records of
+        ``prior`` segments (a compacted copy, all below ``start``) when given."""
         segments = [s for s in log.segments if s.base_offset < end]
         dirty = [
             s
             for i, s in enumerate(segments)
             if (segments[i + 1].base_offset if i + 1 < len(segments) else end) > start
         ]
-        offset_map = self.offset_map
-        # One byte per dirty offset (up to a bound): set when a later record of the same key
-        # is put, so the cleaning pass knows a dirty record's fate without a second lookup.
-        self._superseded = np.zeros(max(min(end - start, SUPERSEDED_MARKS_MAX), 0), np.uint8)
-        self._superseded_base = start
+        offset_map = self._map
+        # One byte per offset from the first mapped one (up to a bound): set when a record
+        # loses to a later put of its key, so the cleaning pass knows its fate without a
+        # second lookup.
+        base = prior[0].base_offset if prior else start
+        self._superseded = np.zeros(max(min(end - base, SUPERSEDED_MARKS_MAX), 0), np.uint8)
+        self._superseded_base = base
         self.full_at_batch_base = -1
+        for segment in prior:
+            for _, columns in self._chunks(segment, 0, check_done):
+                rows = int(np.searchsorted(columns.offset, start))
+                stop = self._put(columns, rows, 0)
+                stats.map_messages_read += stop
+                stats.map_bytes_read += self._consumed
+                if stop < rows:
+                    raise UncleanableLogError(
+                        f"{log.topic_partition}: the compacted copy has more keys than the "
+                        f"map can take ({offset_map.limit}); raise log.cleaner.dedupe.buffer.size"
+                    )
         for i, segment in enumerate(dirty):
             check_done()
             segment_end = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
@@ -452,16 +531,7 @@ class Cleaner:
             full = False
             for _, columns in self._chunks(segment, from_position, check_done):
                 rows = int(np.searchsorted(columns.offset, end))  # offsets increase
-                stop = offset_map.put_columns(
-                    columns.data,
-                    columns.key_position,
-                    columns.key_length,
-                    columns.offset,
-                    stop_row=rows,
-                    min_offset=start,
-                    superseded=self._superseded,
-                    superseded_base=start,
-                )
+                stop = self._put(columns, rows, start)
                 stats.map_messages_read += stop
                 stats.map_bytes_read += self._consumed
                 if stop < rows:
@@ -635,8 +705,7 @@ class Cleaner:
         stats.messages_read += rows
         if batch_count == 0:
             return [], [], 0
-        offset_map = self.offset_map
-        latest = offset_map.latest_offset
+        latest = self._map.latest_offset
         keep = self._keep_flags(columns, now_ms, latest, stats, rules)
         record_start = batches.record_start
         counts = np.diff(record_start)
@@ -729,10 +798,7 @@ class Cleaner:
             is_latest[rows] = marks[offsets[rows] - base] == 0
             rest = np.flatnonzero(~marked & ~beyond & has_key)
             if len(rest):
-                found = self.offset_map.get_columns(
-                    columns.data, columns.key_position[rest], columns.key_length[rest]
-                )
-                is_latest[rest] = offsets[rest] >= found
+                is_latest[rest] = self._is_winner(columns, rest)
         batches = columns.batches
         has_horizon = (batches.attributes & DELETE_HORIZON_FLAG) != 0
         keep_delete = ~has_horizon | (now_ms < batches.base_timestamp)
@@ -748,6 +814,27 @@ class Cleaner:
             if rules.min_timestamp_ms is not None:
                 keep &= columns.reported_timestamp() >= rules.min_timestamp_ms
         return keep
+
+    def _is_winner(
+        self, columns: RecordColumns, rows: npt.NDArray[np.intp]
+    ) -> npt.NDArray[np.bool_]:
+        """Whether each of ``rows`` is its key's winner, by a map lookup."""
+        the_map = self._map
+        positions, lengths = columns.key_position[rows], columns.key_length[rows]
+        offsets = columns.offset[rows]
+        if isinstance(the_map, VersionMap):
+            found, found_version = the_map.get_columns(columns.data, positions, lengths)
+            versions = self._versions(columns)[rows]
+            winner: npt.NDArray[np.bool_] = (
+                (found < 0)
+                | (versions > found_version)
+                | ((versions == found_version) & (offsets >= found))
+            )
+            return winner
+        latest: npt.NDArray[np.bool_] = offsets >= the_map.get_columns(
+            columns.data, positions, lengths
+        )
+        return latest
 
     def _finish_batches(
         self,

@@ -141,29 +141,53 @@ class Compactor:
         *,
         now_ms: int | None = None,
         check_done: Callable[[], None] = _never_done,
+        cleaner_checkpoint: int | None = None,
     ) -> CompactionRun:
-        """One run over ``log`` (module docstring); returns its figures."""
+        """One run over ``log`` (module docstring); returns its figures.
+
+        ``cleaner_checkpoint`` is the Kafka-style cleaner's progress on this log: when it is
+        past the published horizon, the in-place cleaner may have removed tombstones after
+        the horizon that the copy never saw, so the run starts over from the log alone (which
+        the cleaner keeps compact) instead of folding the old copy in.
+        """
         cleaner = self.cleaner
         now = cleaner.clock.now_ms() if now_ms is None else now_ms
         started = time.monotonic()
+        # Transactional data needs transaction-aware folding (aborted records must never
+        # replace committed ones): refused, as the in-place cleaner refuses it.
+        cleaner._pre_pass(log, now)
         store = copy_store(log)
         publication = store.published()
         previous = publication.horizon if publication else -1
+        rebuild = cleaner_checkpoint is not None and cleaner_checkpoint > previous + 1
+        if rebuild and publication is not None and log.log_end_offset - 1 <= previous:
+            rebuild = False  # nothing new at all: the copy stays as published
         run = CompactionRun(previous_horizon=previous, horizon=previous, started_ms=now)
         horizon = log.log_end_offset - 1
-        if horizon <= previous:
+        if horizon <= previous and not rebuild:
             run.is_noop = True
             run.copy = publication.copy if publication else ""
             run.duration_s = time.monotonic() - started
             return run
         config = log.config
-        old_segments = self._open_copy(store, publication, log)
+        if rebuild:
+            run.extra["rebuilt"] = True
+            old_segments: list[LogSegment] = []
+            previous_folded = -1
+        else:
+            old_segments = self._open_copy(store, publication, log)
+            previous_folded = previous
         stats = CleanerStats()
         try:
-            start = max(previous + 1, log.log_start_offset)
-            horizon = self._build_map(log, start, horizon, stats, check_done)
+            start = max(previous_folded + 1, log.log_start_offset)
+            # Under "offset" the previous copy's records are judged by lookups; under a
+            # strategy (KIP-280) a tail record may lose to a copy record, so phase one reads
+            # the previous copy too.
+            the_map = cleaner.use_strategy(config.compaction_strategy)
+            prior = old_segments if config.compaction_strategy != "offset" else []
+            horizon = self._build_map(log, start, horizon, stats, check_done, prior)
             run.horizon = horizon
-            run.keys = cleaner.offset_map.size
+            run.keys = the_map.size
             run.is_partial = horizon < log.log_end_offset - 1
             copy_dir = store.new_copy_dir(horizon)
             run.copy = copy_dir.name
@@ -178,7 +202,7 @@ class Compactor:
                     segment,
                     0,
                     RecordFilter(
-                        max_offset=previous,
+                        max_offset=previous_folded,
                         keep_keyless=keep_keyless,
                         min_timestamp_ms=min_timestamp,
                     ),
@@ -253,12 +277,13 @@ class Compactor:
         horizon: int,
         stats: CleanerStats,
         check_done: Callable[[], None],
+        prior: list[LogSegment],
     ) -> int:
         """Phase one; returns the run's horizon (moved back to a batch end when full)."""
         cleaner = self.cleaner
-        offset_map = cleaner.offset_map
+        offset_map = cleaner._map
         offset_map.clear()
-        cleaner._build_offset_map(log, start, horizon + 1, stats, check_done)
+        cleaner._build_offset_map(log, start, horizon + 1, stats, check_done, prior)
         if offset_map.latest_offset >= horizon:
             return horizon
         full_batch = cleaner.full_at_batch_base
@@ -272,7 +297,7 @@ class Compactor:
             # The map took part of the batch where it filled: build it again, stopping
             # before that batch, so the horizon ends a batch.
             offset_map.clear()
-            cleaner._build_offset_map(log, start, full_batch, stats, check_done)
+            cleaner._build_offset_map(log, start, full_batch, stats, check_done, prior)
         offset_map.update_latest_offset(full_batch - 1)
         return full_batch - 1
 
@@ -386,21 +411,27 @@ def _open_published(
 ) -> tuple[Publication, list[LogSegment]] | None:
     """The publication and its segments, opened (their files stay readable even if a newer
     copy is published and this one deleted meanwhile); None when nothing is published."""
-    for attempt in range(3):
+    for attempt in range(20):
         publication = store.published()
         if publication is None:
             return None
         try:
-            return publication, store.open_segments(
+            segments = store.open_segments(
                 publication.copy,
                 index_interval_bytes=log.config.index_interval_bytes,
                 segment_index_bytes=log.config.segment_index_bytes,
             )
         except (UnreadableFileError, FileNotFoundError):
-            if attempt == 2:
+            if attempt == 19:
                 raise
-            # A newer copy was published and this one deleted between the two reads.
-    return None
+            continue  # a newer copy was published and this one deleted meanwhile
+        # A copy is deleted only after a newer one is published: if the publication is
+        # unchanged now, the listing above was complete (not of a half-deleted directory).
+        if store.published() == publication:
+            return publication, segments
+        for segment in segments:
+            segment.close()
+    raise CompactionError(f"{log.topic_partition}: the compacted copy kept changing while opened")
 
 
 def read_compacted_records(log: Log, offset: int, max_records: int = 500) -> list[ConsumedRecord]:
@@ -417,9 +448,15 @@ def read_compacted_records(log: Log, offset: int, max_records: int = 500) -> lis
 class CompactionService:
     """Runs compactions for a LogManager: one per partition at a time, status persisted."""
 
-    def __init__(self, cleaner_factory: Callable[[], Cleaner], clock: Clock) -> None:
+    def __init__(
+        self,
+        cleaner_factory: Callable[[], Cleaner],
+        clock: Clock,
+        cleaner_checkpoint: Callable[[Log], int | None] = lambda log: None,
+    ) -> None:
         self._cleaner_factory = cleaner_factory
         self.clock = clock
+        self._cleaner_checkpoint = cleaner_checkpoint
         self._lock = threading.Lock()
         self._running: set[TopicPartition] = set()
         self._compactor: Compactor | None = None
@@ -464,7 +501,7 @@ class CompactionService:
             with self._compactor_lock:
                 if self._compactor is None:
                     self._compactor = Compactor(self._cleaner_factory())
-                run = self._compactor.compact(log)
+                run = self._compactor.compact(log, cleaner_checkpoint=self._cleaner_checkpoint(log))
         except BaseException as exc:  # an interrupt too: never leave RUNNING behind
             store.write_status(
                 CompactionStatus("ERROR", f"{type(exc).__name__}: {exc}", previous.figures)
@@ -481,9 +518,16 @@ class CompactionService:
                 "the next run goes on from there"
             )
         elif run.is_noop:
-            # Keep the figures of the run that made the published copy.
+            # Keep the figures of the run that made the published copy, if they are its.
             message = "nothing new since the last run"
-            store.write_status(CompactionStatus("SUCCESS", message, previous.figures))
+            figures = previous.figures or {}
+            if figures.get("copy") != run.copy:
+                figures = {"horizon": run.horizon, "copy": run.copy} if run.copy else {}
+                if run.copy:
+                    message += (
+                        "; the run that published this copy stopped before recording its figures"
+                    )
+            store.write_status(CompactionStatus("SUCCESS", message, figures))
             return run
         store.write_status(CompactionStatus("SUCCESS", message, run.to_json()))
         return run

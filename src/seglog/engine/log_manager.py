@@ -191,7 +191,11 @@ class LogManager:
         self.log_cleaner = LogCleaner(
             broker, self.cleaner_manager, clock=self.clock, run_retention=self._retain
         )
-        self.compaction = CompactionService(self._new_compaction_cleaner, self.clock)
+        self.compaction = CompactionService(
+            self._new_compaction_cleaner,
+            self.clock,
+            lambda log: self.cleaner_manager.checkpoints().get(log.topic_partition),
+        )
 
     @classmethod
     def open(
