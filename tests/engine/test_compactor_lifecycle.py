@@ -129,3 +129,15 @@ def test_reads_from_the_middle_use_the_index(setup: tuple[LogManager, Log, Manua
     assert records[0] == (250, b"k250") and records[-1] == (300, b"k000")
     assert [o for o, _ in records] == list(range(250, 301))
     manager.close()
+
+
+def test_log_readers_take_read_compacted(setup: tuple[LogManager, Log, ManualClock]) -> None:
+    manager, log, clock = setup
+    produce(log, clock, [(b"a", b"1"), (b"a", b"2"), (b"b", b"1")])
+    manager.compact("t")
+    produce(log, clock, [(b"a", b"3")])
+    got = [(r.offset, r.value) for r in log.iter_records(0, read_compacted=True)]
+    assert got == [(1, b"2"), (2, b"1"), (3, b"3")]
+    assert [r.offset for r in log.read_records(0, 2, read_compacted=True)] == [1, 2]
+    assert [r.offset for r in log.read_records(0)] == [0, 1, 2, 3]
+    manager.close()

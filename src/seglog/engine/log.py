@@ -503,12 +503,21 @@ class Log:
         end_offset: int | None = None,
         *,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        read_compacted: bool = False,
     ) -> Iterator[ConsumedRecord]:
         """Data records from ``offset`` up to ``end_offset`` (default: LEO when called), lazily.
 
         Each fetched batch is decoded once; control batches are skipped. Reads go through
         :meth:`read`, so an offset below the log start raises ``OffsetOutOfRangeError``.
+        With ``read_compacted`` the records are what a read-compacted reader sees: the
+        published compacted copy up to its horizon, then this log after it
+        (:func:`seglog.engine.compactor.iter_compacted_records`).
         """
+        if read_compacted:
+            from seglog.engine.compactor import iter_compacted_records  # it imports this module
+
+            yield from iter_compacted_records(self, offset, end_offset)
+            return
         end = self.log_end_offset if end_offset is None else min(end_offset, self.log_end_offset)
         position = offset
         while position < end:
@@ -536,10 +545,16 @@ class Log:
                 return
 
     def read_records(
-        self, offset: int, max_records: int = 500, *, max_bytes: int = DEFAULT_FETCH_MAX_BYTES
+        self,
+        offset: int,
+        max_records: int = 500,
+        *,
+        max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        read_compacted: bool = False,
     ) -> list[ConsumedRecord]:
         """Up to ``max_records`` data records from ``offset`` (see :meth:`iter_records`)."""
-        return list(itertools.islice(self.iter_records(offset, max_bytes=max_bytes), max_records))
+        records = self.iter_records(offset, max_bytes=max_bytes, read_compacted=read_compacted)
+        return list(itertools.islice(records, max_records))
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
         """Kafka's ListOffsets (spec §15.2): -1 latest, -2 earliest, -3 max timestamp, -4 earliest
