@@ -75,6 +75,24 @@ class CorruptIndexError(PositionedError):
     """
 
 
+class StorageWriteError(SeglogError, OSError):
+    """Writing, syncing or renaming a file failed (disk full, I/O error, ...).
+
+    ``path`` is the file, ``reason`` what the operating system said and ``errno`` its code
+    (it is also an ``OSError``, so callers catching that keep working). The operation that
+    raised it left its file as it was before (an append is rolled back) or, where that was
+    not possible, the log is marked for recovery at its next open.
+    """
+
+    def __init__(self, reason: str, *, path: str, errno_code: int | None = None):
+        self.reason = reason
+        self.path = path
+        SeglogError.__init__(self, f"cannot write {path}: {reason}")
+        self.errno = errno_code
+        self.strerror = reason
+        self.filename = path
+
+
 class UnreadableFileError(SeglogError):
     """A file that cannot be read: missing, a directory, no permission, or an I/O error.
 

@@ -158,12 +158,13 @@ def _note(problems: list[str] | None, message: str) -> None:
         problems.append(message)
 
 
-def max_record_timestamp(log_data: bytes, batch: BatchInfo) -> int:
-    """The largest record timestamp kafka-python reports for ``batch`` (-1 if none)."""
+def max_record_timestamp(log_data: bytes, batch: BatchInfo) -> int | None:
+    """The largest record timestamp kafka-python reports for ``batch`` (None when the batch
+    has no record, e.g. an emptied 61-byte header)."""
     raw = log_data[batch.position : batch.position + batch.size]
     decoded = MemoryRecords(raw).next_batch()
     stamps = [NO_TIMESTAMP if r.timestamp is None else r.timestamp for r in decoded]
-    return max(stamps, default=NO_TIMESTAMP)
+    return max(stamps) if stamps else None
 
 
 # --- reading index files ------------------------------------------------------------------
@@ -346,7 +347,9 @@ def _time_entry_problems(
             problems.append(f"{where}: an earlier batch already reached {running[k]}")
         if deep:
             records_max = max_record_timestamp(log_data, batches[k])
-            if records_max != entry.timestamp:
+            # An emptied batch (no records; Kafka's 61-byte header left by compaction) keeps
+            # its original maxTimestamp, which the entry rightly holds: nothing to compare.
+            if records_max is not None and records_max != entry.timestamp:
                 problems.append(f"{where}: that batch's records reach {records_max}")
 
     if not is_active and running[-1] > NO_TIMESTAMP:

@@ -648,9 +648,15 @@ class Cleaner:
             cleaned.on_become_inactive()
             cleaned.flush()
             cleaned.set_last_modified(group[-1].last_modified_ms())
+        except BaseException:
+            cleaned.delete_files()  # nothing was renamed yet: the log is as it was
+            raise
+        try:
             log.replace_segments([cleaned], group)
         except BaseException:
-            cleaned.delete_files()
+            # The swap stopped part-way: its files are whatever the renames left, which
+            # startup recovery completes or rolls back (spec §6.2); never delete them here.
+            log.mark_needs_recovery()
             raise
         # The buffer may have grown for one big batch; go back to the configured size.
         if len(self._buffer) != self.read_chunk_bytes:

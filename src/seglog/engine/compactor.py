@@ -243,8 +243,12 @@ class Compactor:
             log.flush(horizon + 1)
             store.publish(Publication(copy_dir.name, horizon, now))
         except BaseException:
+            # Remove the new copy unless the publication already names it (the failure came
+            # after the atomic rename, e.g. at the directory fsync): then it is the copy.
             if run.copy:
-                store.remove_copy(run.copy)
+                current = store.published()
+                if current is None or current.copy != run.copy:
+                    store.remove_copy(run.copy)
             raise
         finally:
             for segment in old_segments:
@@ -496,8 +500,8 @@ class CompactionService:
             self._running.add(tp)
         store = copy_store(log)
         previous = store.status()
-        store.write_status(CompactionStatus("RUNNING", "", previous.figures))
         try:
+            store.write_status(CompactionStatus("RUNNING", "", previous.figures))
             with self._compactor_lock:
                 if self._compactor is None:
                     self._compactor = Compactor(self._cleaner_factory())

@@ -162,6 +162,7 @@ class Log:
         self.recovery_point = loaded.recovery_point
         self._last_flush_ms = clock.monotonic_ms()
         self._needs_dir_fsync = False
+        self._failed_write = False  # a multi-file change failed half-way: recover at next open
         self._closed = False
         self._epochs = self._load_epochs()
         self.active_segment.roll_jitter_ms = self._draw_jitter()
@@ -815,6 +816,16 @@ class Log:
             for segment in old:
                 self._file_deleter(segment)
             return old
+
+    @property
+    def needs_recovery(self) -> bool:
+        """True when a failed write could not be undone: the next open must recover this log
+        (the LogManager then writes no clean-shutdown marker)."""
+        return self._failed_write or any(s.needs_recovery for s in self._segments)
+
+    def mark_needs_recovery(self) -> None:
+        """Record that a change failed half-way (see :attr:`needs_recovery`)."""
+        self._failed_write = True
 
     # --- close ---------------------------------------------------------------------------------
     def close(self) -> None:

@@ -29,6 +29,7 @@ seglog opens a directory a broker owns, or the corpus.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -629,7 +630,7 @@ class LogManager:
                 with self.cleaner_manager.deleting(tp) as claimed:
                     if not claimed:
                         continue
-                    plan = log.apply_retention()
+                    plan = self._apply_retention(log)
             if not plan.is_empty:
                 results.append((tp, plan))
         if results and not dry_run and not self.read_only:
@@ -640,10 +641,23 @@ class LogManager:
         """Retention on one log the cleaner holds (after cleaning it); checkpoints follow."""
         if self.read_only:
             return None
-        plan = log.apply_retention()
+        plan = self._apply_retention(log)
         if not plan.is_empty:
             self.checkpoint_log_start_offsets()
         return plan
+
+    def _apply_retention(self, log: Log) -> RetentionPlan:
+        """``log.apply_retention()``; when it fails half-way (a rename on a full disk), the
+        raised log start offset is checkpointed anyway, so segments taken out of the list but
+        not renamed never come back as readable data after a restart."""
+        try:
+            return log.apply_retention()
+        except OSError:
+            log.mark_needs_recovery()
+            # If the disk still fails, the error below is the one to report.
+            with contextlib.suppress(OSError):
+                self.checkpoint_log_start_offsets()
+            raise
 
     # --- the log cleaner ------------------------------------------------------------------------
     def clean_once(self, *, topic: str | None = None) -> list[CleanResult]:
@@ -803,16 +817,33 @@ class LogManager:
             self.log_cleaner.stop()
             self.scheduler.shutdown()
             self._flush_executor.shutdown(wait=True)
+            first_error: BaseException | None = None
             try:
                 for log in self._logs.values():
-                    log.close()
+                    try:
+                        log.close()
+                    except OSError as exc:  # close the others; no clean-shutdown marker
+                        first_error = first_error or exc
+                        log.mark_needs_recovery()
+                        for segment in log.segments:
+                            segment.release_files()
                 if not self.read_only:
                     self.checkpoint_all()
-                    for root in self._roots:
-                        root.directory.write_clean_shutdown_marker()
+                    for index, root in enumerate(self._roots):
+                        # A log whose failed write could not be undone must be recovered at
+                        # the next open: its root gets no clean-shutdown marker.
+                        damaged = any(
+                            log.needs_recovery
+                            for tp, log in self._logs.items()
+                            if self._log_root.get(tp) == index
+                        )
+                        if not damaged:
+                            root.directory.write_clean_shutdown_marker()
             finally:
                 self._closed = True
                 self._release()
+            if first_error is not None:
+                raise first_error
 
     def abort(self) -> None:
         """Give up without a clean shutdown: close files and release locks, but write no
@@ -831,8 +862,14 @@ class LogManager:
 
     def _release(self) -> None:
         self._flush_executor.shutdown(wait=True)
+        # After a failed open or close no descriptor may stay open (a supervisor retrying on
+        # a full disk would leak them); nothing is written here (a clean close has already
+        # closed everything, so this does nothing then).
+        for log in self._logs.values():
+            for segment in log.segments:
+                segment.release_files()
         for segment in list(self._pending_file_deletes):
-            segment.close()
+            segment.release_files()
         self._pending_file_deletes.clear()
         for root in self._roots:
             root.directory.unlock()

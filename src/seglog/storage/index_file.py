@@ -31,6 +31,7 @@ positions never decrease; time-index timestamps strictly increase and offsets ne
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import os
 import struct
@@ -222,6 +223,14 @@ class _IndexFile:
         self.sync()
         if self._fd is not None:
             os.close(self._fd)
+            self._fd = None
+
+    def release(self) -> None:
+        """Close the handle without writing pending entries (after a failed write: the file
+        is left to recovery); errors are ignored."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
             self._fd = None
 
     def rename_to(self, path: Path) -> None:

@@ -24,6 +24,7 @@ and finds bytes.
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
@@ -35,7 +36,12 @@ import numpy as np
 import numpy.typing as npt
 
 from seglog.core.append_validation import BatchSpan
-from seglog.errors import CorruptRecordError, InvalidRecordError, UnreadableFileError
+from seglog.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    StorageWriteError,
+    UnreadableFileError,
+)
 from seglog.format.batch import LOG_OVERHEAD, MAGIC_V2
 from seglog.format.names import (
     INDEX_SUFFIX,
@@ -171,6 +177,7 @@ class LogSegment:
         except OSError as exc:
             raise UnreadableFileError(exc.strerror or str(exc), path=str(self.log_path)) from exc
         self._bytes_since_last_index_entry = 0
+        self.needs_recovery = False  # a failed write could not be rolled back
         self._rolling_based_timestamp: int | None = None if self.size else NO_TIMESTAMP
         self._max_timestamp: int | None = None  # loaded lazily from the time index
         self._shallow_offset_of_max_timestamp = base_offset
@@ -286,8 +293,19 @@ class LogSegment:
             raise InvalidRecordError(f"segment {self.log_path} would pass 2 GiB")
         if position == 0:
             self._rolling_based_timestamp = max(b[3] for b in batches)
-        reached("write", self.log_path)
-        _write_all(self._fd, buffers, size, position)
+        try:
+            reached("write", self.log_path)
+            _write_all(self._fd, buffers, size, position)
+        except OSError as exc:
+            # A short write (disk full mid-batch) must not leave a torn tail behind: cut
+            # the file back to where the append started, so the segment stays whole batches.
+            try:
+                os.ftruncate(self._fd, position)
+            except OSError:
+                self.needs_recovery = True  # the next open must recover this segment
+            raise StorageWriteError(
+                exc.strerror or str(exc), path=str(self.log_path), errno_code=exc.errno
+            ) from exc
         self.size = position + size
         self._ensure_max_timestamp()
         max_timestamp = self._max_timestamp
@@ -574,8 +592,13 @@ class LogSegment:
     def flush(self) -> None:
         """fsync the ``.log`` and both indexes."""
         if self._fd is not None and self.writable:
-            reached("fsync", self.log_path)
-            os.fsync(self._fd)
+            try:
+                reached("fsync", self.log_path)
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise StorageWriteError(
+                    exc.strerror or str(exc), path=str(self.log_path), errno_code=exc.errno
+                ) from exc
         self.offset_index.flush()
         self.time_index.flush()
 
@@ -586,6 +609,16 @@ class LogSegment:
             self._fd = None
         self.offset_index.close()
         self.time_index.close()
+
+    def release_files(self) -> None:
+        """Close every handle without writing anything (after a failed write or close: the
+        files are left as they are for recovery); errors are ignored."""
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+            self._fd = None
+        self.offset_index.release()
+        self.time_index.release()
 
     # --- file names ----------------------------------------------------------------------------
     def files(self) -> list[Path]:
