@@ -155,8 +155,9 @@ def _java_int(
     """``Integer.parseInt`` (bits=32) or ``Long.parseLong`` (bits=64), then a lower bound."""
     low, high = (INT32_MIN, INT32_MAX) if bits == 32 else (INT64_MIN, INT64_MAX)
     kind = "an int32" if bits == 32 else "an int64"
-    if not _JAVA_INTEGER.fullmatch(text):
-        raise CorruptCheckpointError(f"{what} {text!r} is not {kind}", line=line, path=path)
+    if not _JAVA_INTEGER.fullmatch(text) or len(text) > 40:  # no int64 needs 40 characters
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise CorruptCheckpointError(f"{what} {shown!r} is not {kind}", line=line, path=path)
     value = int(text)
     if not low <= value <= high:
         raise CorruptCheckpointError(
@@ -432,7 +433,7 @@ def parse_clean_shutdown(data: bytes, *, path: str | None = None) -> int | None:
         content = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise CorruptCheckpointError(f"not JSON: {exc.msg}", line=exc.lineno, path=path) from exc
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise CorruptCheckpointError(f"not JSON: {exc}", line=1, path=path) from exc
     if not isinstance(content, dict) or set(content) != {"version", "brokerEpoch"}:
         raise CorruptCheckpointError(

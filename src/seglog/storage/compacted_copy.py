@@ -85,7 +85,7 @@ class Publication:
                 raise ValueError(f"bad copy name {copy!r}")
             if not isinstance(horizon, int) or horizon < -1 or not isinstance(when, int):
                 raise ValueError("horizon and published_ms must be integers")
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise CorruptCheckpointError(f"unreadable publication: {exc}", path=path) from exc
         return cls(copy, horizon, when)
 
@@ -120,7 +120,7 @@ class CompactionStatus:
             figures = body.get("figures", {})
             if not isinstance(figures, dict) or not isinstance(body.get("message", ""), str):
                 raise ValueError("figures must be an object and message a string")
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise CorruptCheckpointError(f"unreadable compaction status: {exc}", path=path) from exc
         return cls(body["state"], body.get("message", ""), figures)
 

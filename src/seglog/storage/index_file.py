@@ -369,9 +369,9 @@ class OffsetIndexFile(_IndexFile):
             return None
         keys = np.frombuffer(self._keys, dtype=np.int64)
         values = np.frombuffer(self._values, dtype=np.int64)
-        if keys[0] < 0 or (len(keys) > 1 and np.any(np.diff(keys) <= 0)):
+        if keys[0] < 0 or (len(keys) > 1 and np.any(keys[1:] <= keys[:-1])):
             return "offsets are not strictly increasing from the base offset"
-        if values[0] < 0 or (len(values) > 1 and np.any(np.diff(values) < 0)):
+        if values[0] < 0 or (len(values) > 1 and np.any(values[1:] < values[:-1])):
             return "positions go backwards"
         if values[-1] >= max(log_size, 1):
             return f"position {int(values[-1])} is past the end of the {log_size}-byte log"
@@ -503,9 +503,9 @@ class TimeIndexFile(_IndexFile):
             return None
         stamps = np.frombuffer(self._keys, dtype=np.int64)
         offsets = np.frombuffer(self._values, dtype=np.int64)
-        if len(stamps) > 1 and np.any(np.diff(stamps) <= 0):
+        if len(stamps) > 1 and np.any(stamps[1:] <= stamps[:-1]):
             return "timestamps are not strictly increasing"
-        if offsets[0] < 0 or (len(offsets) > 1 and np.any(np.diff(offsets) < 0)):
+        if offsets[0] < 0 or (len(offsets) > 1 and np.any(offsets[1:] < offsets[:-1])):
             return "offsets go backwards"
         if offsets[-1] > last_relative_offset:
             return f"offset {int(offsets[-1]) + self.base_offset} is past the segment's last"

@@ -115,23 +115,31 @@ class TopicsFile:
                 ):
                     raise ValueError(f"topic {name!r}: configs must map strings to strings")
                 partitions = entry["partitions"]
-                if not isinstance(partitions, int) or partitions < 1:
+                if (
+                    not isinstance(partitions, int)
+                    or isinstance(partitions, bool)
+                    or not 1 <= partitions <= TOPIC_PARTITIONS_MAX
+                ):
                     raise ValueError(f"topic {name!r}: bad partition count {partitions!r}")
+                deleting = entry.get("deleting", False)
+                if not isinstance(deleting, bool):
+                    raise ValueError(f"topic {name!r}: deleting must be true or false")
                 topics[str(name)] = TopicMetadata(
                     str(name),
                     partitions,
                     str(entry["topic_id"]),
                     dict(configs),
-                    bool(entry.get("deleting", False)),
+                    deleting,
                 )
             generation = body["generation"]
             if not isinstance(generation, int):
                 raise ValueError("generation must be an integer")
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise CorruptCheckpointError(f"unreadable topic metadata: {exc}", path=path) from exc
         return cls(generation, topics)
 
 
+TOPIC_PARTITIONS_MAX = 100_000  # as LogManager.create_topic allows
 CLEANER_HISTORY_FILE = "seglog-cleaner-history.json"
 CLEANER_HISTORY_VERSION = 1
 CLEANER_HISTORY_ROUNDS_MAX = 20  # per partition, newest last
@@ -178,7 +186,7 @@ class CleanerHistory:
                     for r in rounds
                 ):
                     raise ValueError(f"partition {name!r}: rounds need round_ms and end_offset")
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise CorruptCheckpointError(f"unreadable cleaner history: {exc}", path=path) from exc
         return cls({str(k): list(v) for k, v in partitions.items()})
 
