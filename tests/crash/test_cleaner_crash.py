@@ -20,7 +20,7 @@ and ``python -m seglog.testing.crash`` for a few points) before every operation 
 fixed workloads (in one of them an in-process ``SimulatedCrash`` at the same n must leave
 the same state); and up to thousands of in-process ``SimulatedCrash`` trials at random
 points of random workloads (``SEGLOG_CRASH_TRIALS``, default 2000, within
-``SEGLOG_CRASH_BUDGET_S``, default 15 s; ``SEGLOG_CRASH_SEED``).
+``SEGLOG_CRASH_BUDGET_S``, default 90 s; ``SEGLOG_CRASH_SEED``).
 
 Found this way (fixed in ``Cleaner._clean_group``): a group whose cleaned segment ended below
 the base offset of one of the old segments it replaced (their records all superseded) came
@@ -82,8 +82,8 @@ LEFTOVER_SUFFIXES = (".cleaned", ".swap", ".deleted", ".tmp")
 # Random trials: at most TRIALS, and no new workload once BUDGET_S seconds have passed (after
 # at least MIN_TRIALS), so a slow machine runs a prefix of the same deterministic sequence.
 TRIALS = int(os.environ.get("SEGLOG_CRASH_TRIALS", "2000"))
-BUDGET_S = float(os.environ.get("SEGLOG_CRASH_BUDGET_S", "15"))  # 0: no limit
-MIN_TRIALS = min(TRIALS, 400)
+BUDGET_S = float(os.environ.get("SEGLOG_CRASH_BUDGET_S", "90"))  # 0: no limit
+MIN_TRIALS = min(TRIALS, 1000)
 SEED = int(os.environ.get("SEGLOG_CRASH_SEED", "20250601"))
 TRIALS_PER_WORKLOAD = 16
 
@@ -621,7 +621,7 @@ def simulated_crash_trial(trial: Path, ref: Reference, n: int) -> Verdict:
 def test_random_simulated_crashes_recover(scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Up to ``SEGLOG_CRASH_TRIALS`` (2000) in-process crashes at random points of random
     workloads, ``TRIALS_PER_WORKLOAD`` distinct points of each, within
-    ``SEGLOG_CRASH_BUDGET_S`` (15 s; at least ``MIN_TRIALS`` trials)."""
+    ``SEGLOG_CRASH_BUDGET_S`` (90 s; at least ``MIN_TRIALS`` = 1000 trials)."""
     monkeypatch.setattr(os, "fsync", _no_fsync)
     started = time.monotonic()
     failures: list[str] = []
