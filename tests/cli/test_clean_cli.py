@@ -325,13 +325,13 @@ def test_an_interrupt_stops_the_round_before_anything_is_swapped(
 ) -> None:
     build_compacted(data_dir, "c")
     files = segment_files(data_dir / "c-0")
-    pre_pass = Cleaner._pre_pass
+    pre_pass = Cleaner.pre_pass
 
     def interrupted(self: Cleaner, *args: Any, **kwargs: Any) -> Any:
         signal.raise_signal(signal.SIGINT)  # Ctrl-C while the round runs
         return pre_pass(self, *args, **kwargs)
 
-    monkeypatch.setattr(Cleaner, "_pre_pass", interrupted)
+    monkeypatch.setattr(Cleaner, "pre_pass", interrupted)
     result = cli.run("clean", "--once")
     assert result.status == 130
     assert result.lines == [

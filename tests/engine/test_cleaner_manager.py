@@ -82,14 +82,14 @@ def test_abort_during_a_round_waits_and_writes_no_checkpoint(manager: LogManager
     cm = manager.cleaner_manager
     entered, release = threading.Event(), threading.Event()
     cleaner = manager.log_cleaner._cleaner(0)
-    original = cleaner._build_offset_map
+    original = cleaner.build_offset_map
 
     def slow_build(*args: object, **kwargs: object) -> None:
         entered.set()
         release.wait(5)
         original(*args, **kwargs)  # type: ignore[arg-type]
 
-    cleaner._build_offset_map = slow_build  # type: ignore[method-assign]
+    cleaner.build_offset_map = slow_build  # type: ignore[method-assign]
     results: list[object] = []
     worker = threading.Thread(target=lambda: results.extend(manager.clean_once()))
     worker.start()

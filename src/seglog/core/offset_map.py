@@ -135,6 +135,36 @@ def _check_key_spans(
         )
 
 
+def plan_slots(
+    memory_bytes: int, slot_bytes: int, load_factor: float, *, what: str
+) -> tuple[int, int]:
+    """Check a bounded map's settings; its slot count (the largest prime that fits
+    ``memory_bytes``) and key limit (``int(slots * load_factor)``, at least 1)."""
+    if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, int):
+        raise InvalidConfigError(f"{what} memory_bytes must be an int: {memory_bytes!r}")
+    if not 2 * slot_bytes <= memory_bytes <= MAX_MEMORY_BYTES:
+        raise InvalidConfigError(
+            f"{what} memory_bytes={memory_bytes} must be in [{2 * slot_bytes}, "
+            f"{MAX_MEMORY_BYTES}] ({slot_bytes} bytes per slot, at least 2 slots)"
+        )
+    if isinstance(load_factor, bool) or not isinstance(load_factor, int | float):
+        raise InvalidConfigError(f"{what} load_factor must be a number: {load_factor!r}")
+    # `not (0 < x <= 1)` also rejects NaN.
+    if not 0.0 < load_factor <= 1.0:
+        raise InvalidConfigError(
+            f"{what} load_factor={load_factor} must be in (0, 1] "
+            "(log.cleaner.io.buffer.load.factor)"
+        )
+    slots = largest_prime_at_most(memory_bytes // slot_bytes)
+    limit = int(slots * load_factor)
+    if limit < 1:
+        raise InvalidConfigError(
+            f"{what} of {memory_bytes} bytes ({slots} slots) at load factor "
+            f"{load_factor} holds no key: slots * load_factor must be >= 1"
+        )
+    return slots, limit
+
+
 _NO_MARKS = np.zeros(0, dtype=np.uint8)
 
 
@@ -166,28 +196,7 @@ class OffsetMap:
         use_numba: bool | None = None,
     ) -> None:
         """Allocate ``24 * slots <= memory_bytes`` bytes; raise InvalidConfigError if unusable."""
-        if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, int):
-            raise InvalidConfigError(f"offset map memory_bytes must be an int: {memory_bytes!r}")
-        if not 2 * SLOT_BYTES <= memory_bytes <= MAX_MEMORY_BYTES:
-            raise InvalidConfigError(
-                f"offset map memory_bytes={memory_bytes} must be in [{2 * SLOT_BYTES}, "
-                f"{MAX_MEMORY_BYTES}] ({SLOT_BYTES} bytes per slot, at least 2 slots)"
-            )
-        if isinstance(load_factor, bool) or not isinstance(load_factor, int | float):
-            raise InvalidConfigError(f"offset map load_factor must be a number: {load_factor!r}")
-        # `not (0 < x <= 1)` also rejects NaN.
-        if not 0.0 < load_factor <= 1.0:
-            raise InvalidConfigError(
-                f"offset map load_factor={load_factor} must be in (0, 1] "
-                "(log.cleaner.io.buffer.load.factor)"
-            )
-        slots = largest_prime_at_most(memory_bytes // SLOT_BYTES)
-        limit = int(slots * load_factor)
-        if limit < 1:
-            raise InvalidConfigError(
-                f"offset map of {memory_bytes} bytes ({slots} slots) at load factor "
-                f"{load_factor} holds no key: slots * load_factor must be >= 1"
-            )
+        slots, limit = plan_slots(memory_bytes, SLOT_BYTES, load_factor, what="offset map")
         if hash_key is not None and (
             not isinstance(hash_key, bytes) or len(hash_key) != HASH_KEY_BYTES
         ):

@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from seglog.core.offset_map import MAX_MEMORY_BYTES, _check_key_spans, largest_prime_at_most
-from seglog.errors import InvalidConfigError
+from seglog.core.offset_map import _check_key_spans, plan_slots
 from seglog.kernels import numba_enabled
 from seglog.kernels.version_map import (
     COL_STORED,
@@ -46,17 +45,9 @@ class VersionMap:
         hash_key: bytes | None = None,
         use_numba: bool | None = None,
     ) -> None:
-        if not 2 * VERSION_SLOT_BYTES <= memory_bytes <= MAX_MEMORY_BYTES:
-            raise InvalidConfigError(
-                f"version map memory_bytes={memory_bytes} must be in "
-                f"[{2 * VERSION_SLOT_BYTES}, {MAX_MEMORY_BYTES}]"
-            )
-        if not 0.0 < load_factor <= 1.0:
-            raise InvalidConfigError(f"version map load_factor={load_factor} must be in (0, 1]")
-        self.slots = largest_prime_at_most(memory_bytes // VERSION_SLOT_BYTES)
-        self.limit = int(self.slots * load_factor)
-        if self.limit < 1:
-            raise InvalidConfigError("version map holds no key: slots * load_factor < 1")
+        self.slots, self.limit = plan_slots(
+            memory_bytes, VERSION_SLOT_BYTES, load_factor, what="version map"
+        )
         self._fixed_key = hash_key
         self._table: Int64Array = np.zeros((self.slots, VERSION_SLOT_WORDS), dtype=np.int64)
         self._state: Int64Array = np.zeros(4, dtype=np.int64)

@@ -243,7 +243,7 @@ class Throttler:
 
 
 @dataclass(frozen=True, slots=True)
-class _Producers:
+class Producers:
     """Per active idempotent producer, the last offset of its last data batch."""
 
     last_data_offset: dict[int, int]
@@ -275,7 +275,8 @@ class _SegmentSummary:
     producers: dict[int, tuple[int, int]]
 
 
-def _never_done() -> None:
+def never_done() -> None:
+    """The default ``check_done``: a round is never asked to stop."""
     return None
 
 
@@ -296,7 +297,7 @@ class Cleaner:
         self.offset_map = offset_map
         # The map of the round: ``offset_map``, or for a KIP-280 strategy other than
         # "offset" a VersionMap of the same memory (made on first use).
-        self._map: OffsetMap | VersionMap = offset_map
+        self.active_map: OffsetMap | VersionMap = offset_map
         self._version_map: VersionMap | None = None
         self._strategy = "offset"
         self.clock = clock
@@ -322,13 +323,13 @@ class Cleaner:
         to_clean: LogToClean,
         *,
         now_ms: int | None = None,
-        check_done: Callable[[], None] = _never_done,
+        check_done: Callable[[], None] = never_done,
     ) -> tuple[int, CleanerStats]:
         """Clean ``log`` once (module docstring); returns (end offset, stats)."""
         now = self.clock.now_ms() if now_ms is None else now_ms
         stats = CleanerStats(first_dirty_offset=to_clean.first_dirty_offset)
         stats.size_before_bytes = log.size_bytes()
-        producers = self._pre_pass(log, now)
+        producers = self.pre_pass(log, now)
         offset_map = self.use_strategy(log.config.compaction_strategy)
         offset_map.clear()
         upper_bound = to_clean.first_uncleanable_offset
@@ -337,8 +338,8 @@ class Cleaner:
         map_start = (
             to_clean.first_dirty_offset if self._strategy == "offset" else log.log_start_offset
         )
-        self._build_offset_map(log, map_start, upper_bound, stats, check_done)
-        end_offset = self._map.latest_offset + 1
+        self.build_offset_map(log, map_start, upper_bound, stats, check_done)
+        end_offset = self.active_map.latest_offset + 1
         stats.end_offset = end_offset
         stats.is_partial = end_offset < upper_bound
         stats.map_complete_s = time.monotonic()
@@ -373,7 +374,7 @@ class Cleaner:
         return end_offset, stats
 
     # --- step 0: headers -----------------------------------------------------------------------
-    def _pre_pass(self, log: Log, now_ms: int) -> _Producers:
+    def pre_pass(self, log: Log, now_ms: int) -> Producers:
         last_offset: dict[int, int] = {}
         last_timestamp: dict[int, int] = {}
         for segment in log.segments:
@@ -392,7 +393,7 @@ class Cleaner:
             for pid, offset in last_offset.items()
             if now_ms - last_timestamp[pid] < expiry
         }
-        return _Producers(active)
+        return Producers(active)
 
     def _summarize(self, log: Log, segment: LogSegment) -> _SegmentSummary:
         """What the pre-pass needs from one segment's batch headers (cached per segment:
@@ -441,14 +442,14 @@ class Cleaner:
         """Make ``strategy`` (``compaction.strategy``) the round's; returns its map."""
         self._strategy = strategy
         if strategy == "offset":
-            self._map = self.offset_map
+            self.active_map = self.offset_map
         else:
             if self._version_map is None:
                 self._version_map = VersionMap(
                     self.offset_map.memory_bytes, self.offset_map.load_factor
                 )
-            self._map = self._version_map
-        return self._map
+            self.active_map = self._version_map
+        return self.active_map
 
     def _versions(self, columns: RecordColumns) -> npt.NDArray[np.int64]:
         """Each row's version under the round's strategy (timestamp or header value)."""
@@ -464,7 +465,7 @@ class Cleaner:
 
     def _put(self, columns: RecordColumns, rows: int, min_offset: int) -> int:
         """Put rows ``[0, rows)`` into the round's map; the row where it filled, else rows."""
-        the_map = self._map
+        the_map = self.active_map
         if isinstance(the_map, VersionMap):
             return the_map.put_columns(
                 columns.data,
@@ -488,7 +489,7 @@ class Cleaner:
             superseded_base=self._superseded_base,
         )
 
-    def _build_offset_map(
+    def build_offset_map(
         self,
         log: Log,
         start: int,
@@ -505,7 +506,7 @@ class Cleaner:
             for i, s in enumerate(segments)
             if (segments[i + 1].base_offset if i + 1 < len(segments) else end) > start
         ]
-        offset_map = self._map
+        offset_map = self.active_map
         # One byte per offset from the first mapped one (up to a bound): set when a record
         # loses to a later put of its key, so the cleaning pass knows its fate without a
         # second lookup.
@@ -514,7 +515,7 @@ class Cleaner:
         self._superseded_base = base
         self.full_at_batch_base = -1
         for segment in prior:
-            for _, columns in self._chunks(segment, 0, check_done):
+            for _, columns in self.chunks(segment, 0, check_done):
                 rows = int(np.searchsorted(columns.offset, start))
                 stop = self._put(columns, rows, 0)
                 stats.map_messages_read += stop
@@ -529,7 +530,7 @@ class Cleaner:
             segment_end = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
             _, from_position = segment.offset_index.lookup(start)
             full = False
-            for _, columns in self._chunks(segment, from_position, check_done):
+            for _, columns in self.chunks(segment, from_position, check_done):
                 rows = int(np.searchsorted(columns.offset, end))  # offsets increase
                 stop = self._put(columns, rows, start)
                 stats.map_messages_read += stop
@@ -550,7 +551,7 @@ class Cleaner:
                 return
             offset_map.update_latest_offset(segment_end - 1)
 
-    def _chunks(self, segment: LogSegment, position: int, check_done: Callable[[], None]) -> Any:
+    def chunks(self, segment: LogSegment, position: int, check_done: Callable[[], None]) -> Any:
         """Yield (position, columns) for whole batches of ``segment`` from ``position`` on,
         read in bounded chunks; ``self._consumed`` is the bytes each chunk covered."""
         size = segment.size
@@ -620,7 +621,7 @@ class Cleaner:
         now_ms: int,
         horizon_ms: int,
         upper_bound: int,
-        producers: _Producers,
+        producers: Producers,
         check_done: Callable[[], None],
     ) -> None:
         cleaned = log.new_cleaned_segment(group[0].base_offset)
@@ -633,7 +634,7 @@ class Cleaner:
         group_last_offset = non_empty[-1].next_offset() - 1 if non_empty else -1
         try:
             for segment in group:
-                for position, columns in self._chunks(segment, 0, check_done):
+                for position, columns in self.chunks(segment, 0, check_done):
                     self._clean_chunk(
                         position,
                         columns,
@@ -673,9 +674,9 @@ class Cleaner:
         horizon_ms: int,
         upper_bound: int,
         group_last_offset: int,
-        producers: _Producers,
+        producers: Producers,
     ) -> None:
-        buffers, spans, written = self._filter_chunk(
+        buffers, spans, written = self.filter_chunk(
             chunk_position,
             columns,
             stats,
@@ -689,7 +690,7 @@ class Cleaner:
             cleaned.append(buffers, written, spans)
             self.throttler.maybe_throttle(written)
 
-    def _filter_chunk(
+    def filter_chunk(
         self,
         chunk_position: int,
         columns: RecordColumns,
@@ -699,7 +700,7 @@ class Cleaner:
         horizon_ms: int,
         upper_bound: int,
         group_last_offset: int,
-        producers: _Producers,
+        producers: Producers,
         rules: RecordFilter = NO_FILTER,
     ) -> tuple[list[Any], list[tuple[int, int, int, int]], int]:
         """Decide and rewrite one chunk's batches: the buffers and spans to append."""
@@ -711,7 +712,7 @@ class Cleaner:
         stats.messages_read += rows
         if batch_count == 0:
             return [], [], 0
-        latest = self._map.latest_offset
+        latest = self.active_map.latest_offset
         keep = self._keep_flags(columns, now_ms, latest, stats, rules)
         record_start = batches.record_start
         counts = np.diff(record_start)
@@ -825,7 +826,7 @@ class Cleaner:
         self, columns: RecordColumns, rows: npt.NDArray[np.intp]
     ) -> npt.NDArray[np.bool_]:
         """Whether each of ``rows`` is its key's winner, by a map lookup."""
-        the_map = self._map
+        the_map = self.active_map
         positions, lengths = columns.key_position[rows], columns.key_length[rows]
         offsets = columns.offset[rows]
         if isinstance(the_map, VersionMap):

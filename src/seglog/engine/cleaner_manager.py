@@ -136,6 +136,10 @@ class CleanerManager:
         self.max_dirty_percent = 0
         self.pre_clean_stats = PreCleanStats()
 
+    def live_logs(self) -> Mapping[TopicPartition, Log]:
+        """The logs the manager sees now."""
+        return self._logs()
+
     # --- checkpoints ------------------------------------------------------------------------
     def _root_of(self, log: Log) -> LogDirectory:
         return self._roots[log.directory.parent]

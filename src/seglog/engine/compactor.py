@@ -55,9 +55,9 @@ from seglog.core.cleaning import delete_horizon_ms
 from seglog.engine.cleaner import (
     Cleaner,
     CleanerStats,
+    Producers,
     RecordFilter,
-    _never_done,
-    _Producers,
+    never_done,
 )
 from seglog.engine.log import ConsumedRecord, Log
 from seglog.errors import SeglogError, UnreadableFileError
@@ -140,7 +140,7 @@ class Compactor:
         log: Log,
         *,
         now_ms: int | None = None,
-        check_done: Callable[[], None] = _never_done,
+        check_done: Callable[[], None] = never_done,
         cleaner_checkpoint: int | None = None,
     ) -> CompactionRun:
         """One run over ``log`` (module docstring); returns its figures.
@@ -155,7 +155,7 @@ class Compactor:
         started = time.monotonic()
         # Transactional data needs transaction-aware folding (aborted records must never
         # replace committed ones): refused, as the in-place cleaner refuses it.
-        cleaner._pre_pass(log, now)
+        cleaner.pre_pass(log, now)
         store = copy_store(log)
         publication = store.published()
         previous = publication.horizon if publication else -1
@@ -219,10 +219,10 @@ class Compactor:
                 _, position = segment.offset_index.lookup(start)
                 sources.append((segment, position, tail))
             for segment, position, rules in sources:
-                for chunk_position, columns in cleaner._chunks(segment, position, check_done):
+                for chunk_position, columns in cleaner.chunks(segment, position, check_done):
                     if len(columns) and int(columns.offset[0]) > rules.max_offset:
                         break
-                    buffers, spans, written = cleaner._filter_chunk(
+                    buffers, spans, written = cleaner.filter_chunk(
                         chunk_position,
                         columns,
                         stats,
@@ -230,7 +230,7 @@ class Compactor:
                         horizon_ms=tombstone_horizon,
                         upper_bound=-2,
                         group_last_offset=-2,
-                        producers=_Producers({}),
+                        producers=Producers({}),
                         rules=rules,
                     )
                     if spans:
@@ -285,9 +285,9 @@ class Compactor:
     ) -> int:
         """Phase one; returns the run's horizon (moved back to a batch end when full)."""
         cleaner = self.cleaner
-        offset_map = cleaner._map
+        offset_map = cleaner.active_map
         offset_map.clear()
-        cleaner._build_offset_map(log, start, horizon + 1, stats, check_done, prior)
+        cleaner.build_offset_map(log, start, horizon + 1, stats, check_done, prior)
         if offset_map.latest_offset >= horizon:
             return horizon
         full_batch = cleaner.full_at_batch_base
@@ -301,7 +301,7 @@ class Compactor:
             # The map took part of the batch where it filled: build it again, stopping
             # before that batch, so the horizon ends a batch.
             offset_map.clear()
-            cleaner._build_offset_map(log, start, full_batch, stats, check_done, prior)
+            cleaner.build_offset_map(log, start, full_batch, stats, check_done, prior)
         offset_map.update_latest_offset(full_batch - 1)
         return full_batch - 1
 

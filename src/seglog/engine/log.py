@@ -758,7 +758,7 @@ class Log:
 
     def new_cleaned_segment(self, base_offset: int) -> LogSegment:
         """An empty ``{base}.log.cleaned`` segment (stale ``.cleaned`` files removed first)."""
-        LogSegment.remove_files_with_suffix(self.directory, base_offset, CLEANED_SUFFIX)
+        LogSegment.remove_files_for(self.directory, base_offset, CLEANED_SUFFIX)
         return LogSegment(
             self.directory,
             base_offset,

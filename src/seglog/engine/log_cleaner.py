@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,7 +191,7 @@ class LogCleaner:
         """Retention on compacted logs nobody holds (the cleaner's ``deletableLogs``)."""
         if self._run_retention is None:
             return
-        for tp, log in sorted(self.manager_logs().items()):
+        for tp, log in sorted(self.manager.live_logs().items()):
             if not log.config.is_compacted:
                 continue
             with self.manager.deleting(tp) as claimed:
@@ -201,10 +201,6 @@ class LogCleaner:
                     self._run_retention(tp, log)
                 except Exception as exc:
                     self.manager.mark_uncleanable(tp, f"retention failed: {exc}", 0)
-
-    def manager_logs(self) -> Mapping[TopicPartition, Log]:
-        """The live logs the manager sees."""
-        return self.manager._logs()
 
     def clean_once(self, *, topic: str | None = None) -> list[CleanResult]:
         """One pass: clean every cleanable log once (filthiest first), then retention."""

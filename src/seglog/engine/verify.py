@@ -44,10 +44,11 @@ Checks and the ``kind`` each reports:
    ``last_clean_ms + delete.retention.ms`` is the one that round stamped, so it is not
    expired even when ``delete.retention.ms`` is 0.
 
-   Duplicate keys are found from 16-byte BLAKE2b digests of the keys, kept in numpy arrays
-   (two uint64 columns plus the int64 offset: 24 bytes per keyed record below the
+   Duplicate keys are found from the keys' 128-bit SipHash (the cleaner's own key hash,
+   :meth:`seglog.core.offset_map.OffsetMap.hash_columns`, one numba call per chunk), kept in
+   numpy arrays (two uint64 columns plus the int64 offset: 24 bytes per keyed record below the
    checkpoint, rather than about 100 for a Python set of ``bytes``) and sorted once at the
-   end (``np.lexsort``). A collision of 128-bit digests is not a practical concern.
+   end (``np.lexsort``). A collision of 128-bit hashes is not a practical concern.
 5. **What opening the log found** (read-only logs only). A read-only open repairs in memory
    and leaves the files as they are, so what it repaired is still on disk and is reported:
    a segment recovery cut short is scanned up to its size on disk (the damage is then found
@@ -65,13 +66,13 @@ read-only); appends during a verify can make the log end offset check disagree.
 from __future__ import annotations
 
 import bisect
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from seglog.core.offset_map import OffsetMap
 from seglog.engine.log import Log
 from seglog.errors import CorruptRecordError, SeglogError
 from seglog.format.batch import DELETE_HORIZON_FLAG_MASK, LOG_OVERHEAD, MAGIC_V2
@@ -88,7 +89,6 @@ UInt64Array = npt.NDArray[np.uint64]
 
 CHUNK_BYTES_DEFAULT = 8 * 1024 * 1024
 MAX_PROBLEMS_DEFAULT = 1000
-KEY_DIGEST_BYTES = 16
 INT32_MAX = (1 << 31) - 1
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
@@ -477,7 +477,9 @@ class _Verifier:
         self.last_clean_ms = last_clean_ms
         self.delete_retention_ms = log.config.delete_retention_ms
         self.previous_last_offset = INT64_MIN  # last offset of the previous batch read
-        self.key_hashes: list[UInt64Array] = []  # (n, 2) digests of keys below the checkpoint
+        self.key_hashes: list[UInt64Array] = []  # (n, 2) hashes of keys below the checkpoint
+        # The smallest offset map: only its key hash is used (one random key per verify run).
+        self.hasher = OffsetMap(2 * 24, 1.0)
         self.key_offsets: list[Int64Array] = []
         self.rebuilt_in_memory: set[int] = set()  # segments a read-only open recovered
 
@@ -732,7 +734,7 @@ class _Verifier:
     def _check_keys(
         self, segment: LogSegment, columns: RecordColumns, batches: BatchColumns
     ) -> None:
-        """Collect digests of keys below the checkpoint; judge tombstones there."""
+        """Collect hashes of keys below the checkpoint; judge tombstones there."""
         checkpoint = self.key_checkpoint
         assert checkpoint is not None
         batch_of = columns.batch_index
@@ -741,17 +743,10 @@ class _Verifier:
         rows = np.flatnonzero(keyed)
         if not len(rows):
             return
-        data = memoryview(columns.data)  # type: ignore[arg-type]  # numpy exports the buffer
-        starts = columns.key_position[rows].tolist()
-        lengths = columns.key_length[rows].tolist()
-        blake2b = hashlib.blake2b
-        digests = b"".join(
-            [
-                blake2b(data[start : start + length], digest_size=KEY_DIGEST_BYTES).digest()
-                for start, length in zip(starts, lengths, strict=True)
-            ]
+        h0, h1 = self.hasher.hash_columns(
+            columns.data, columns.key_position[rows], columns.key_length[rows]
         )
-        self.key_hashes.append(np.frombuffer(digests, dtype=">u8").astype(np.uint64).reshape(-1, 2))
+        self.key_hashes.append(np.stack((h0, h1), axis=1))
         self.key_offsets.append(columns.offset[rows].astype(np.int64))
         tombstones = rows[
             (columns.value_length[rows] < 0) & (batches.magic[batch_of[rows]] == MAGIC_V2)
@@ -791,7 +786,7 @@ class _Verifier:
             )
 
     def _check_duplicate_keys(self, segments: tuple[LogSegment, ...]) -> None:
-        """Sort the digests once; report each later occurrence of a key."""
+        """Sort the key hashes once; report each later occurrence of a key."""
         if not self.key_hashes:
             return
         hashes = np.concatenate(self.key_hashes)
@@ -821,5 +816,5 @@ class _Verifier:
                 None if location is None else location.position,
                 offset,
                 f"the key of the record at offset {offset} is also at offset {int(earlier[i])}, "
-                f"both below the cleaner checkpoint {checkpoint} (same 16-byte BLAKE2b digest)",
+                f"both below the cleaner checkpoint {checkpoint} (same 128-bit key hash)",
             )

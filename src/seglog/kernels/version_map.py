@@ -26,6 +26,7 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
+from seglog.kernels.compact import _read_varint, _skip_varint
 from seglog.kernels.offset_map import _probe_start_step, _siphash128
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -150,27 +151,6 @@ def get_versions_nb(
 
 
 @_jit
-def _skip_varint(buf: Any, pos: int) -> int:
-    while buf[pos] >= 0x80:
-        pos += 1
-    return pos + 1
-
-
-@_jit
-def _varint(buf: Any, pos: int) -> tuple[int, int]:
-    result = _int64(0)
-    shift = 0
-    while True:
-        byte = _int64(buf[pos])
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            break
-        shift += 7
-    return ((result >> 1) & 0x7FFFFFFFFFFFFFFF) ^ -(result & 1), pos
-
-
-@_jit
 def _parse_decimal(buf: Any, start: int, stop: int) -> int:
     if stop <= start or stop - start > 19:
         return MISSING_VERSION
@@ -202,20 +182,20 @@ def header_versions_nb(
             out[row] = MISSING_VERSION
             if pos < 0:
                 continue
-            length, body = _varint(data, pos)
+            length, body = _read_varint(data, pos)
             end = body + length
             cursor = _skip_varint(data, body + 1)  # attributes, then timestamp delta
             cursor = _skip_varint(data, cursor)  # offset delta
-            key_length, cursor = _varint(data, cursor)
+            key_length, cursor = _read_varint(data, cursor)
             cursor += max(key_length, 0)
-            value_length, cursor = _varint(data, cursor)
+            value_length, cursor = _read_varint(data, cursor)
             cursor += max(value_length, 0)
-            headers, cursor = _varint(data, cursor)
+            headers, cursor = _read_varint(data, cursor)
             for _ in range(headers):
-                header_key_length, cursor = _varint(data, cursor)
+                header_key_length, cursor = _read_varint(data, cursor)
                 key_at = cursor
                 cursor += max(header_key_length, 0)
-                header_value_length, cursor = _varint(data, cursor)
+                header_value_length, cursor = _read_varint(data, cursor)
                 value_at = cursor
                 cursor += max(header_value_length, 0)
                 if header_key_length == name_length and header_value_length >= 0:

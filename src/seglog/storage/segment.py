@@ -183,10 +183,14 @@ class LogSegment:
         self._shallow_offset_of_max_timestamp = base_offset
 
     @staticmethod
-    def remove_files_for(directory: Path, base_offset: int) -> None:
-        """Remove stale live files of a segment base (Kafka deletes them before a roll)."""
-        for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-            segment_path(directory, base_offset, suffix).unlink(missing_ok=True)
+    def remove_files_for(directory: Path, base_offset: int, suffix: str = "") -> None:
+        """Remove stale files of a segment base: its live files (Kafka deletes them before a
+        roll) or, with ``suffix``, e.g. ``.cleaned`` leftovers of an earlier round."""
+        for name in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+            path = segment_path(directory, base_offset, name + suffix)
+            if path.exists():
+                reached("unlink", path)
+                path.unlink(missing_ok=True)
 
     def _path(self, suffix: str) -> Path:
         return segment_path(self.directory, self.base_offset, suffix + self.file_suffix)
@@ -726,12 +730,3 @@ class LogSegment:
         for path in self.files():
             reached("utime", path)
             os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
-
-    @staticmethod
-    def remove_files_with_suffix(directory: Path, base_offset: int, suffix: str) -> None:
-        """Remove ``{base}.log{suffix}`` and its index files (stale ``.cleaned`` leftovers)."""
-        for name in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
-            path = segment_path(directory, base_offset, name + suffix)
-            if path.exists():
-                reached("unlink", path)
-                path.unlink(missing_ok=True)
