@@ -165,3 +165,15 @@ class OffsetMapFullError(SeglogError):
     Kafka's ``SkimpyOffsetMap.put`` throws ``IllegalArgumentException`` in that case; the
     cleaner never gets there because it checks ``size < limit`` before every put.
     """
+
+
+class SparkUnavailableError(SeglogError):
+    """The Spark pipeline cannot start: pyspark/pyarrow not installed, or no Java."""
+
+
+class SparkOptionError(SeglogError, ValueError):
+    """A Spark source or sink option is wrong (named, with the value and what is allowed)."""
+
+
+class DataLossError(SeglogError):
+    """Requested offsets are gone (retention, truncation, a deleted topic) with failOnDataLoss."""

@@ -1,0 +1,104 @@
+"""The embedded Spark session seglog uses by default, and the checks that make it start.
+
+``embedded_session()`` returns ``SparkSession.getOrCreate()`` with seglog's data source
+registered under the name ``seglog`` (Spark refuses a Python source named ``kafka``). Master
+``local[*]`` unless ``master`` or ``SEGLOG_SPARK_MASTER`` says otherwise; on a cluster, build
+the session as usual (``spark-submit --master ...``) and call :func:`register` on it: the same
+code runs unchanged as long as every executor can read the log directories.
+
+Why each setting (facts in ``spec/spark.md`` §2 and §5):
+
+* ``PYSPARK_PYTHON`` is set to this interpreter when unset, so Spark's Python workers import
+  the same environment (pyarrow, numba, seglog); otherwise they run the first ``python3`` on
+  ``PATH`` and fail with "No module named 'pyarrow'".
+* ``spark.ui.enabled=false``, ``spark.ui.showConsoleProgress=false``: an embedded job needs
+  neither a web UI nor Spark's own progress bar; ``spark.driver.bindAddress=127.0.0.1`` keeps
+  an embedded run hermetic.
+* ``spark.sql.session.timeZone=UTC``: Kafka timestamps are UTC milliseconds.
+* ``spark.sql.python.filterPushdown.enabled=true``: our reader accepts partition, offset and
+  timestamp filters (off by default in Spark, and a reader that overrides ``pushFilters``
+  fails without it).
+
+A missing ``java`` is reported as :class:`~seglog.errors.SparkUnavailableError` saying what to
+install, before Spark prints a JVM launch failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from seglog.errors import SparkUnavailableError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+DEFAULT_MASTER = "local[*]"
+MASTER_ENV = "SEGLOG_SPARK_MASTER"
+
+#: Settings of the embedded session (a user's ``configs`` override them).
+EMBEDDED_CONFIGS: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.driver.bindAddress": "127.0.0.1",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.python.filterPushdown.enabled": "true",
+    "spark.sql.shuffle.partitions": "4",
+}
+
+
+def check_spark_available() -> None:
+    """Raise :class:`SparkUnavailableError` naming the fix when pyspark or Java is missing."""
+    try:
+        import pyarrow  # noqa: F401
+        import pyspark  # noqa: F401
+    except ImportError as exc:
+        raise SparkUnavailableError(
+            f"the Spark pipeline needs pyspark and pyarrow ({exc}); install them with "
+            "`pip install 'seglog[spark]'` (make install does)"
+        ) from exc
+    java_home = os.environ.get("JAVA_HOME")
+    java = (
+        os.path.join(java_home, "bin", "java")
+        if java_home and os.path.exists(os.path.join(java_home, "bin", "java"))
+        else shutil.which("java")
+    )
+    if java is None:
+        raise SparkUnavailableError(
+            "Spark needs Java 17 or newer and no `java` was found on PATH or in JAVA_HOME; "
+            "install it (Debian/Ubuntu: `sudo apt-get install openjdk-17-jre-headless`) "
+            "or set JAVA_HOME"
+        )
+
+
+def embedded_session(
+    master: str | None = None,
+    *,
+    app_name: str = "seglog",
+    configs: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """A Spark session (``local[*]`` by default) with the ``seglog`` source registered."""
+    check_spark_available()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(
+        master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
+    ).appName(app_name)
+    for key, value in {**EMBEDDED_CONFIGS, **(configs or {})}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    register(session)
+    return session
+
+
+def register(session: SparkSession) -> None:
+    """Register seglog's data source (format name ``seglog``) on ``session``."""
+    from seglog.spark.source import SeglogDataSource
+
+    session.dataSource.register(SeglogDataSource)
