@@ -275,6 +275,31 @@ class _SegmentSummary:
     producers: dict[int, tuple[int, int]]
 
 
+@dataclass(slots=True)
+class CleaningRound:
+    """A prepared round (steps 0-2): what every group's rewrite and the commit need."""
+
+    log: Log
+    now_ms: int
+    horizon_ms: int  # KIP-534: the delete horizon stamped on kept tombstones this round
+    upper_bound: int  # the first uncleanable offset
+    end_offset: int  # the checkpoint after the round (below upper_bound when partial)
+    producers: Producers
+    groups: list[list[LogSegment]]
+    stats: CleanerStats
+
+
+def contains_sorted(
+    sorted_values: npt.NDArray[np.int64], values: npt.NDArray[np.int64]
+) -> npt.NDArray[np.bool_]:
+    """For each of ``values``, whether it is in ``sorted_values`` (ascending, unique)."""
+    if len(sorted_values) == 0:
+        return np.zeros(len(values), dtype=np.bool_)
+    at = np.searchsorted(sorted_values, values)
+    found: npt.NDArray[np.bool_] = sorted_values[np.minimum(at, len(sorted_values) - 1)] == values
+    return found
+
+
 def never_done() -> None:
     """The default ``check_done``: a round is never asked to stop."""
     return None
@@ -312,6 +337,7 @@ class Cleaner:
         self._superseded = np.zeros(0, dtype=np.uint8)
         self._superseded_base = 0
         self.full_at_batch_base = -1  # base offset of the batch where the last build filled
+        self._losers: npt.NDArray[np.int64] | None = None  # a sharded round's losing offsets
         self._summaries: weakref.WeakKeyDictionary[LogSegment, _SegmentSummary] = (
             weakref.WeakKeyDictionary()
         )
@@ -326,6 +352,29 @@ class Cleaner:
         check_done: Callable[[], None] = never_done,
     ) -> tuple[int, CleanerStats]:
         """Clean ``log`` once (module docstring); returns (end offset, stats)."""
+        round_ = self.prepare_round(log, to_clean, now_ms=now_ms, check_done=check_done)
+        for group in round_.groups:
+            check_done()
+            cleaned = self.write_group(round_, group, check_done)
+            self.swap_group(log, cleaned, group)
+        return round_.end_offset, self.finish_round(round_)
+
+    def prepare_round(
+        self,
+        log: Log,
+        to_clean: LogToClean,
+        *,
+        now_ms: int | None = None,
+        check_done: Callable[[], None] = never_done,
+        losers: npt.NDArray[np.int64] | None = None,
+    ) -> CleaningRound:
+        """Steps 0-2: the pre-pass, the map over the dirty range, the round's end and groups.
+
+        With ``losers`` (a sorted array of every offset below ``first_uncleanable_offset``
+        whose key has a later record there, from a key-sharded map build, see
+        :mod:`seglog.engine.cleaning_job`) no map is built: the round covers the whole
+        cleanable range and a record's fate is read from the array.
+        """
         now = self.clock.now_ms() if now_ms is None else now_ms
         stats = CleanerStats(first_dirty_offset=to_clean.first_dirty_offset)
         stats.size_before_bytes = log.size_bytes()
@@ -333,19 +382,25 @@ class Cleaner:
         offset_map = self.use_strategy(log.config.compaction_strategy)
         offset_map.clear()
         upper_bound = to_clean.first_uncleanable_offset
-        # With a strategy other than "offset" a dirty record may lose to a clean-section
-        # record of its key, so the map covers the clean section too (from the log start).
-        map_start = (
-            to_clean.first_dirty_offset if self._strategy == "offset" else log.log_start_offset
-        )
-        self.build_offset_map(log, map_start, upper_bound, stats, check_done)
+        self._losers = losers
+        if losers is not None:
+            if self._strategy != "offset":
+                raise ValueError("a sharded round supports compaction.strategy=offset only")
+            self._superseded = np.zeros(0, np.uint8)
+            offset_map.update_latest_offset(upper_bound - 1)
+        else:
+            # With a strategy other than "offset" a dirty record may lose to a clean-section
+            # record of its key, so the map covers the clean section too (from the log start).
+            map_start = (
+                to_clean.first_dirty_offset if self._strategy == "offset" else log.log_start_offset
+            )
+            self.build_offset_map(log, map_start, upper_bound, stats, check_done)
         end_offset = self.active_map.latest_offset + 1
         stats.end_offset = end_offset
         stats.is_partial = end_offset < upper_bound
         stats.map_complete_s = time.monotonic()
         stats.map_keys = offset_map.size
         stats.map_slots = offset_map.slots
-        horizon = delete_horizon_ms(now, log.config.delete_retention_ms)
         segments = [s for s in log.segments[:-1] if s.base_offset < end_offset]
         facts = {f.base_offset: f for f in log.cleaner_segment_facts()}
         groups = group_segments_by_size(
@@ -355,23 +410,25 @@ class Cleaner:
             first_uncleanable_offset=upper_bound,
         )
         by_base = {s.base_offset: s for s in segments}
-        for group in groups:
-            check_done()
-            self._clean_group(
-                log,
-                [by_base[f.base_offset] for f in group],
-                stats=stats,
-                now_ms=now,
-                horizon_ms=horizon,
-                upper_bound=upper_bound,
-                producers=producers,
-                check_done=check_done,
-            )
-        stats.groups = len(groups)
-        stats.buffer_utilization = offset_map.utilization
-        stats.size_after_bytes = log.size_bytes()
+        return CleaningRound(
+            log=log,
+            now_ms=now,
+            horizon_ms=delete_horizon_ms(now, log.config.delete_retention_ms),
+            upper_bound=upper_bound,
+            end_offset=end_offset,
+            producers=producers,
+            groups=[[by_base[f.base_offset] for f in group] for group in groups],
+            stats=stats,
+        )
+
+    def finish_round(self, round_: CleaningRound) -> CleanerStats:
+        """Close the round's figures (after every group was written and swapped)."""
+        stats = round_.stats
+        stats.groups = len(round_.groups)
+        stats.buffer_utilization = self.active_map.utilization
+        stats.size_after_bytes = round_.log.size_bytes()
         stats.end_s = time.monotonic()
-        return end_offset, stats
+        return stats
 
     # --- step 0: headers -----------------------------------------------------------------------
     def pre_pass(self, log: Log, now_ms: int) -> Producers:
@@ -612,18 +669,16 @@ class Cleaner:
         self._buffer = np.empty(need, dtype=np.uint8)
 
     # --- steps 3-4: one group --------------------------------------------------------------------
-    def _clean_group(
+    def write_group(
         self,
-        log: Log,
+        round_: CleaningRound,
         group: list[LogSegment],
-        *,
-        stats: CleanerStats,
-        now_ms: int,
-        horizon_ms: int,
-        upper_bound: int,
-        producers: Producers,
-        check_done: Callable[[], None],
-    ) -> None:
+        check_done: Callable[[], None] = never_done,
+    ) -> LogSegment:
+        """Step 3: clean ``group`` into a finished ``{first base}.log.cleaned`` segment
+        (fsynced, trimmed, with the group's last modification time); on failure its files
+        are deleted and the log is as it was."""
+        log = round_.log
         cleaned = log.new_cleaned_segment(group[0].base_offset)
         # The group's last batch is kept (emptied if need be), so the cleaned segment's next
         # offset passes every replaced segment's base: startup recovery of an interrupted swap
@@ -639,12 +694,12 @@ class Cleaner:
                         position,
                         columns,
                         cleaned,
-                        stats,
-                        now_ms=now_ms,
-                        horizon_ms=horizon_ms,
-                        upper_bound=upper_bound,
+                        round_.stats,
+                        now_ms=round_.now_ms,
+                        horizon_ms=round_.horizon_ms,
+                        upper_bound=round_.upper_bound,
                         group_last_offset=group_last_offset,
-                        producers=producers,
+                        producers=round_.producers,
                     )
             cleaned.on_become_inactive()
             cleaned.flush()
@@ -652,6 +707,15 @@ class Cleaner:
         except BaseException:
             cleaned.delete_files()  # nothing was renamed yet: the log is as it was
             raise
+        finally:
+            # The buffer may have grown for one big batch; go back to the configured size.
+            if len(self._buffer) != self.read_chunk_bytes:
+                self._buffer = np.empty(self.read_chunk_bytes, dtype=np.uint8)
+        return cleaned
+
+    @staticmethod
+    def swap_group(log: Log, cleaned: LogSegment, group: list[LogSegment]) -> None:
+        """Step 4: swap ``cleaned`` in for ``group`` (``Log.replace_segments``)."""
         try:
             log.replace_segments([cleaned], group)
         except BaseException:
@@ -659,9 +723,6 @@ class Cleaner:
             # startup recovery completes or rolls back (spec §6.2); never delete them here.
             log.mark_needs_recovery()
             raise
-        # The buffer may have grown for one big batch; go back to the configured size.
-        if len(self._buffer) != self.read_chunk_bytes:
-            self._buffer = np.empty(self.read_chunk_bytes, dtype=np.uint8)
 
     def _clean_chunk(
         self,
@@ -798,7 +859,9 @@ class Cleaner:
         marks, base = self._superseded, self._superseded_base
         marked = ~beyond & (offsets >= base) & (offsets < base + len(marks))
         is_latest = np.zeros(len(offsets), dtype=np.bool_)
-        if marked.all():
+        if self._losers is not None:
+            is_latest = ~contains_sorted(self._losers, offsets)
+        elif marked.all():
             is_latest = marks[offsets - base] == 0
         else:
             rows = np.flatnonzero(marked)

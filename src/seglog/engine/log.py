@@ -768,6 +768,32 @@ class Log:
             file_suffix=CLEANED_SUFFIX,
         )
 
+    def adopt_cleaned_segment(self, base_offset: int) -> LogSegment:
+        """Open a finished ``{base}.log.cleaned`` segment written by another process (a
+        cleaning job's task), ready for :meth:`replace_segments`."""
+        self._check_writable()
+        return LogSegment(
+            self.directory,
+            base_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
+            segment_index_bytes=self.config.segment_index_bytes,
+            created_ms=self.clock.now_ms(),
+            file_suffix=CLEANED_SUFFIX,
+        )
+
+    def remove_cleaned_files(self) -> list[str]:
+        """Remove every ``.cleaned`` file of this log (an abandoned round's output; never part
+        of the log). Returns the names removed."""
+        self._check_writable()
+        removed = []
+        for path in sorted(self.directory.iterdir()):
+            if path.name.endswith(CLEANED_SUFFIX) and path.is_file():
+                base = path.name.split(".", 1)[0]
+                if base.isdigit():
+                    LogSegment.remove_files_for(self.directory, int(base), CLEANED_SUFFIX)
+                    removed.append(path.name)
+        return removed
+
     def replace_segments(
         self, new_segments: Sequence[LogSegment], old_segments: Sequence[LogSegment]
     ) -> list[LogSegment]:

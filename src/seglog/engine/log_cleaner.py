@@ -34,6 +34,7 @@ from seglog.core.retention import RetentionPlan
 from seglog.engine.cleaner import Cleaner, CleanerStats, CleaningAbortedError, Throttler
 from seglog.engine.cleaner_manager import CleanerManager, CleaningCandidate
 from seglog.engine.log import Log
+from seglog.engine.progress import ProgressCallback
 from seglog.errors import SeglogError
 from seglog.format.topic_names import TopicPartition
 
@@ -187,7 +188,7 @@ class LogCleaner:
             del self.history[: -self._history_max]
         return CleanResult(tp, stats)
 
-    def _retention_pass(self) -> None:
+    def retention_pass(self) -> None:
         """Retention on compacted logs nobody holds (the cleaner's ``deletableLogs``)."""
         if self._run_retention is None:
             return
@@ -202,10 +203,21 @@ class LogCleaner:
                 except Exception as exc:
                     self.manager.mark_uncleanable(tp, f"retention failed: {exc}", 0)
 
-    def clean_once(self, *, topic: str | None = None) -> list[CleanResult]:
-        """One pass: clean every cleanable log once (filthiest first), then retention."""
+    def clean_once(
+        self, *, topic: str | None = None, progress: ProgressCallback | None = None
+    ) -> list[CleanResult]:
+        """One pass: clean every cleanable log once (filthiest first), then retention.
+
+        ``progress`` is called after each partition's round with (partitions done, partitions
+        cleanable at the start of the pass, or more if others became cleanable meanwhile).
+        """
         results: list[CleanResult] = []
         done: set[TopicPartition] = set()
+        total = 0
+        if progress is not None:
+            now = self.clock.now_ms()
+            total = sum(1 for c in self.manager.candidates(now, topic=topic) if c.is_cleanable)
+            progress(0, total)
         while not self._stop.is_set():
             now = self.clock.now_ms()
             candidate = self.manager.grab_filthiest(now, topic=topic, skip=frozenset(done))
@@ -213,9 +225,12 @@ class LogCleaner:
                 break
             done.add(candidate.topic_partition)
             results.append(self._clean(0, candidate, now))
+            if progress is not None:
+                total = max(total, len(results))
+                progress(len(results), total)
         if self._stop.is_set():
             return results
-        self._retention_pass()
+        self.retention_pass()
         self.manager.maintain_uncleanable()
         return results
 
@@ -265,7 +280,7 @@ class LogCleaner:
                 candidate = self.manager.grab_filthiest(now)
                 if candidate is not None:
                     self._clean(index, candidate, now)
-                self._retention_pass()
+                self.retention_pass()
                 self.manager.maintain_uncleanable()
                 if candidate is None:
                     self._stop.wait(backoff_s)
