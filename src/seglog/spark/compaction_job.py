@@ -1,0 +1,104 @@
+"""Distributed Kafka-style compaction on Spark: ``seglog spark compact`` and :func:`compact`.
+
+The plan (spec/spark.md §4, "pattern for our Kafka-style cleaner on Spark"): keys are
+partition-local, so no shuffle is needed.
+
+* **Driver**: opens the log directories read-write (holding their lock for the whole job),
+  and :func:`seglog.engine.cleaning_job.plan_cleaning_job` claims every log the in-process
+  cleaner would clean now, with the same ``core`` decisions (dirty ratio, compaction lags,
+  cleanable range) and the same map size per task as one cleaner thread's.
+* **Executors**: one plain RDD task per partition (``sc.parallelize(tasks, n).map(...)``, no
+  DataSource planning overhead) opens only its partition read-only, builds the key map and
+  rewrites its segment groups into ``.cleaned`` files beside the log, returning a small
+  outcome (groups, sizes, end offset, figures). Tasks are ordered largest first so the biggest
+  partitions do not straggle at the end.
+* **Key-sharded rounds**: a partition whose distinct keys overflow one task's map gets ``S``
+  shard tasks (keys split by SipHash modulo ``S``) whose losers the driver merges, then one
+  rewrite task; see :mod:`seglog.engine.cleaning_job`. Off with ``shard_keys=False``, when a
+  full map means a partial round exactly like the in-process cleaner's.
+* **Driver commit**: the same ``.cleaned`` -> ``.swap`` -> live swap and checkpoint as the
+  in-process cleaner, after checking the segments did not change. A failed task releases its
+  partition with its ``.cleaned`` files removed; a failed job (an exception, a lost driver)
+  leaves every log as it was (``.cleaned`` files are not part of a log and are removed by the
+  abort or by the next open's recovery).
+
+On a cluster the log directories must be on a file system every executor can read and write
+(the ``.cleaned`` files are written next to the segments). Speculative execution must stay
+off (Spark's default): two attempts of one task would write the same ``.cleaned`` files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from seglog.config import BrokerConfig
+from seglog.engine.cleaning_job import (
+    PartitionCleaningOutcome,
+    PartitionCleaningTask,
+    ShardOutcome,
+    ShardSpec,
+    plan_cleaning_job,
+    run_job,
+    run_partition_task,
+    run_shard_task,
+)
+from seglog.engine.log_cleaner import CleanResult
+from seglog.engine.log_manager import LogManager
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+def _run_shard(pair: tuple[PartitionCleaningTask, ShardSpec]) -> ShardOutcome:
+    return run_shard_task(*pair)
+
+
+def compact(
+    spark: SparkSession,
+    broker: BrokerConfig,
+    *,
+    topic: str | None = None,
+    shard_keys: bool = True,
+    now_ms: int | None = None,
+) -> list[CleanResult]:
+    """Clean every log of ``broker.log_dirs`` the cleaner would clean now, on ``spark``.
+
+    Returns one :class:`~seglog.engine.log_cleaner.CleanResult` per claimed partition (its
+    figures, or the error that left it as it was). Raises
+    :class:`~seglog.errors.LogDirectoryLockedError` when another process has the directories
+    open.
+    """
+    context = spark.sparkContext
+
+    def run_tasks(tasks: Sequence[PartitionCleaningTask]) -> list[PartitionCleaningOutcome]:
+        if not tasks:
+            return []
+        order = sorted(range(len(tasks)), key=lambda i: tasks[i].to_clean.total_bytes, reverse=True)
+        context.setJobDescription(f"seglog compact: {len(tasks)} partition(s)")
+        outcomes = (
+            context.parallelize([tasks[i] for i in order], len(tasks))
+            .map(run_partition_task)
+            .collect()
+        )
+        by_position: list[PartitionCleaningOutcome | None] = [None] * len(tasks)
+        for i, outcome in zip(order, outcomes, strict=True):
+            by_position[i] = outcome
+        return [o for o in by_position if o is not None]
+
+    def run_shards(
+        pairs: Sequence[tuple[PartitionCleaningTask, ShardSpec]],
+    ) -> list[ShardOutcome]:
+        if not pairs:
+            return []
+        context.setJobDescription(f"seglog compact: {len(pairs)} key shard(s)")
+        result: list[ShardOutcome] = (
+            context.parallelize(list(pairs), len(pairs)).map(_run_shard).collect()
+        )
+        return result
+
+    with LogManager.open(broker) as manager:
+        job = plan_cleaning_job(manager, topic=topic, now_ms=now_ms, shard_keys=shard_keys)
+        if not job.tasks:
+            return []
+        return run_job(job, run_tasks, run_shards)
