@@ -11,6 +11,7 @@ DATA_DIR ?= data
 .PHONY: install run test check bench clean
 
 install: $(STAMP)
+	@sh scripts/ensure-chromium.sh
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "seglog needs Python >= 3.11; set PYTHON=/path/to/python3.11")'

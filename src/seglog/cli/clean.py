@@ -27,8 +27,8 @@ log directory in ``cleaner-offset-checkpoint`` (the partition's *first dirty off
   start and end offsets, and why it is uncleanable. Read-only.
 
 ``--once`` is required unless ``--dry-run`` is given: the long-running cleaner (threads that
-clean every ``log.cleaner.backoff.ms``) belongs to the scheduler command ``seglog maintain``,
-still to come; ``--once`` keeps ``seglog clean`` meaning one pass when it does. With
+clean every ``log.cleaner.backoff.ms``) is the scheduler command ``seglog maintain``;
+``--once`` keeps ``seglog clean`` meaning one pass. With
 ``--read-only`` only ``--dry-run`` is allowed.
 
 The cleaning states (``in progress``, ``aborted``, ``paused(n)``) and the uncleanable marks
@@ -82,6 +82,7 @@ from seglog.cli.common import (
     print_table,
     topic_name,
 )
+from seglog.cli.progress import ProgressBar
 from seglog.engine.cleaner_manager import CleaningCandidate, Uncleanable
 from seglog.engine.log_cleaner import CleanPlan, CleanResult, LogCleaner
 from seglog.errors import UnknownTopicError
@@ -90,6 +91,7 @@ from seglog.format.topic_names import TopicPartition
 if TYPE_CHECKING:
     from seglog.cli.common import Subparsers
     from seglog.engine.log_manager import LogManager
+    from seglog.engine.progress import ProgressCallback
 
 CLEAN_EPILOG = """\
 Examples:
@@ -104,7 +106,7 @@ Examples:
 
 ONCE_REQUIRED = (
     "--once is required (or --dry-run): this command runs the log cleaner one time and exits "
-    "(the long-running cleaner will be 'seglog maintain', not written yet)"
+    "(the long-running cleaner is 'seglog maintain')"
 )
 READ_ONLY_CLEANS_NOTHING = (
     "cleaning rewrites segments, which a --read-only open cannot do: use --dry-run to see "
@@ -256,11 +258,14 @@ def _engine_log_silenced() -> Iterator[None]:
         logger.removeHandler(handler)
 
 
-def clean_pass(manager: LogManager, topic: str | None) -> PassOutcome:
-    """Run one cleaner pass on ``manager`` (``topic``: only its partitions)."""
+def clean_pass(
+    manager: LogManager, topic: str | None, progress: ProgressCallback | None = None
+) -> PassOutcome:
+    """Run one cleaner pass on ``manager`` (``topic``: only its partitions; ``progress``:
+    partitions cleaned of those cleanable)."""
     before = manager.cleaner_manager.uncleanable()
     with _engine_log_silenced():
-        results = manager.clean_once(topic=topic)
+        results = manager.clean_once(topic=topic, progress=progress)
     after = manager.cleaner_manager.uncleanable()
     marked = {tp: mark for tp, mark in after.items() if before.get(tp) != mark}
     # A partition whose dirty range could not even be computed is marked while the pass
@@ -326,8 +331,9 @@ def _nothing_to_clean_reason(manager: LogManager, topic: str | None) -> str:
 def _run_once(args: argparse.Namespace) -> int:
     with open_manager(args) as manager:
         _check_topic(manager, args.topic)
-        with _interrupts_stop_cleaning(manager.log_cleaner) as interrupts:
-            outcome = clean_pass(manager, args.topic)
+        bar = ProgressBar("cleaning partitions", json_output=args.json)
+        with _interrupts_stop_cleaning(manager.log_cleaner) as interrupts, bar:
+            outcome = clean_pass(manager, args.topic, progress=bar.callback)
         nothing = "" if outcome.results else _nothing_to_clean_reason(manager, args.topic)
     if args.json:
         print(json_line(pass_json(outcome, args.topic)))

@@ -46,12 +46,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from seglog.cli.progress import ProgressBar
 from seglog.config import BrokerConfig
 from seglog.engine.log_manager import LogManager
 from seglog.errors import InvalidConfigError, SeglogError
 from seglog.format.properties import parse_properties
 from seglog.format.topic_names import validate_topic_name
 from seglog.storage.files import read_file_bytes
+from seglog.storage.log_dir import CLEAN_SHUTDOWN_FILE
 
 if TYPE_CHECKING:
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
@@ -215,18 +217,40 @@ def _check_roots(broker: BrokerConfig, *, must_exist: bool, read_only: bool) -> 
             )
 
 
+def _opening_description(broker: BrokerConfig) -> str:
+    """``recovering logs`` when a root lacks the clean-shutdown marker, else ``opening logs``."""
+    for root in broker.log_dirs:
+        path = Path(root)
+        if path.is_dir() and not (path / CLEAN_SHUTDOWN_FILE).exists():
+            return "recovering logs"
+    return "opening logs"
+
+
 @contextmanager
-def open_manager(args: argparse.Namespace, *, create_dirs: bool = False) -> Iterator[LogManager]:
+def open_manager(
+    args: argparse.Namespace, *, create_dirs: bool = False, start_scheduler: bool = False
+) -> Iterator[LogManager]:
     """The log manager of the command line, closed cleanly when the block ends.
 
     ``create_dirs``: missing data dirs are created (``topics create``); otherwise a missing
-    one is an error. See the module docstring for what happens when the block fails.
+    one is an error. ``start_scheduler``: the scheduler and cleaner threads run while the
+    block does (``seglog maintain``). Opening shows a transient progress bar of the
+    partitions opened (recovered) on a terminal, never with ``--json``
+    (:mod:`seglog.cli.progress`). See the module docstring for what happens when the block
+    fails.
     """
     broker = broker_config(args)
     read_only = is_read_only(args)
     _check_roots(broker, must_exist=not create_dirs or read_only, read_only=read_only)
-    with deferred_interrupts():
-        manager = LogManager.open(broker, read_only=read_only)
+    bar = ProgressBar(
+        _opening_description(broker),
+        json_output=bool(getattr(args, "json", False)),
+        transient=True,
+    )
+    with deferred_interrupts(), bar:
+        manager = LogManager.open(
+            broker, read_only=read_only, start_scheduler=start_scheduler, progress=bar.callback
+        )
     report_recovery(manager)
     is_clean = True
     try:

@@ -66,6 +66,7 @@ from seglog.cli.common import (
     print_table,
     topic_name,
 )
+from seglog.cli.progress import ProgressBar
 from seglog.engine.compactor import CompactionRun, CompactionRunningError
 from seglog.errors import SeglogError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition
@@ -242,14 +243,19 @@ def run_compact(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
     outcomes: list[CompactOutcome] = []
     pending: list[BaseException] = []
     with open_manager(args) as manager:
-        for partition in _partitions(manager, args.topic, args.partition):
-            try:
-                # One partition at a time, whole: an interrupt lands between two of them.
-                with deferred_interrupts():
-                    outcomes.append(compact_partition(manager, args.topic, partition))
-            except KeyboardInterrupt as exc:  # delivered once the partition was done
-                pending.append(exc)
-                break
+        partitions = _partitions(manager, args.topic, args.partition)
+        with ProgressBar(
+            "compacting partitions", total=len(partitions), json_output=args.json
+        ) as bar:
+            for partition in partitions:
+                try:
+                    # One partition at a time, whole: an interrupt lands between two of them.
+                    with deferred_interrupts():
+                        outcomes.append(compact_partition(manager, args.topic, partition))
+                except KeyboardInterrupt as exc:  # delivered once the partition was done
+                    pending.append(exc)
+                    break
+                bar.advance()
     if args.json:
         results = [o.to_json() for o in outcomes]
         print(json_line({"topic": args.topic, "partition": args.partition, "results": results}))

@@ -7,7 +7,8 @@ The JSON is what ``kafka-log-dirs.sh --describe`` prints (this node as the one b
 
 only the JSON, on one line, so it can be piped to ``jq`` (Kafka's tool prints two
 "Querying brokers ..." / "Received ..." lines before it). ``--topic-list a,b`` keeps only the
-partitions of those topics, as in Kafka; ``--pretty`` indents the JSON.
+partitions of those topics, as in Kafka; ``--pretty`` indents the JSON. ``--json`` is
+accepted for symmetry with the other inspection commands (the output is JSON either way).
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ def register(subparsers: Subparsers) -> None:
         help="only the partitions of these topics (default: all)",
     )
     describe.add_argument("--pretty", action="store_true", help="indent the JSON")
+    describe.add_argument(
+        "--json", action="store_true", help="JSON output (the default and only format)"
+    )
     describe.set_defaults(handler=run_describe)
     parser.set_defaults(handler=lambda _args: missing_action(parser, "describe"))
 

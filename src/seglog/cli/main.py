@@ -35,7 +35,10 @@ from seglog.cli import (
     demo,
     dump_log,
     log_dirs,
+    maintain,
+    metrics,
     produce,
+    report,
     retention,
     topics,
     verify,
@@ -62,6 +65,9 @@ SUBCOMMANDS: tuple[ModuleType, ...] = (
     log_dirs,
     dump_log,
     verify,
+    report,
+    metrics,
+    maintain,
     demo,
 )
 

@@ -41,6 +41,9 @@ from __future__ import annotations
 import argparse
 import base64
 import binascii
+import io
+import os
+import stat
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,6 +56,7 @@ from seglog.cli.common import (
     open_manager,
     positive_int,
 )
+from seglog.cli.progress import BYTES, ProgressBar
 from seglog.cli.strict_json import kind_of, loads_strict
 from seglog.config import LogConfig
 from seglog.engine.producer import Producer, ProduceRecord, ProduceSummary
@@ -77,6 +81,7 @@ APPEND_BYTES_MAX = 32 * 1024 * 1024
 BATCH_OVERHEAD_BYTES = 61
 RECORD_OVERHEAD_BYTES = 40  # varints of a record at their longest, and then some
 HEADER_OVERHEAD_BYTES = 10
+PROGRESS_STEP_BYTES = 256 * 1024  # the bar is updated at most once per this many bytes read
 INT64_MAX = (1 << 63) - 1
 JSON_FIELDS = frozenset(
     {
@@ -148,7 +153,9 @@ def register(subparsers: Subparsers) -> None:
 # --- reading lines ----------------------------------------------------------------------------
 
 
-def read_lines(stream: IO[bytes], max_line_bytes: int) -> Iterator[tuple[int, bytes]]:
+def read_lines(
+    stream: IO[bytes] | _CountingReader, max_line_bytes: int
+) -> Iterator[tuple[int, bytes]]:
     """``(line number, content)`` of each non-empty line, terminator removed."""
     number = 0
     while True:
@@ -320,6 +327,32 @@ def _record_bytes(record: ProduceRecord) -> int:
 # --- the command ------------------------------------------------------------------------------
 
 
+class _CountingReader:
+    """A binary stream's ``readline``, counting the bytes read (for the progress bar)."""
+
+    def __init__(self, stream: IO[bytes]) -> None:
+        self._stream = stream
+        self.bytes_read = 0
+
+    def readline(self, size: int = -1) -> bytes:
+        """The next line (at most ``size`` bytes), as ``IO.readline``."""
+        data = self._stream.readline(size)
+        self.bytes_read += len(data)
+        return data
+
+
+def input_size_bytes(stream: IO[bytes]) -> int | None:
+    """Bytes left to read when ``stream`` is a regular file (``produce < file``), else None."""
+    try:
+        fd = stream.fileno()
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        return max(info.st_size - os.lseek(fd, 0, os.SEEK_CUR), 0)
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
+
+
 class _Sender:
     """Hands parsed records to the producer in groups, with interrupts held back."""
 
@@ -386,17 +419,22 @@ def run(args: argparse.Namespace) -> int:
     if args.max_line_bytes > MAX_LINE_BYTES_LIMIT:
         raise InvalidRecordError(f"--max-line-bytes is above the limit {MAX_LINE_BYTES_LIMIT}")
     text_format = TextFormat(_encode_arg(args.key_separator), _encode_arg(args.null_value))
-    stdin: IO[bytes] = sys.stdin.buffer
+    stdin = _CountingReader(sys.stdin.buffer)
     with open_manager(args) as manager:
         producer = Producer(manager, args.topic)
         partitions = frozenset(producer.partitions)
         sender = _Sender(producer, append_bytes_limit(manager.log_config(args.topic)))
         try:
-            for number, line in read_lines(stdin, args.max_line_bytes):
-                if args.format == "json":
-                    sender.add(parse_json_line(number, line, partitions))
-                else:
-                    sender.add(text_format.parse(number, line))
+            bar = ProgressBar("producing", total=input_size_bytes(sys.stdin.buffer), unit=BYTES)
+            with bar:
+                for number, line in read_lines(stdin, args.max_line_bytes):
+                    if args.format == "json":
+                        sender.add(parse_json_line(number, line, partitions))
+                    else:
+                        sender.add(text_format.parse(number, line))
+                    if stdin.bytes_read - bar.completed >= PROGRESS_STEP_BYTES:
+                        bar.update(stdin.bytes_read)
+                bar.update(stdin.bytes_read)
             sender.finish()
         except (InputLineError, KeyboardInterrupt):
             # The records of the lines before are produced, as a console producer would

@@ -36,7 +36,7 @@ so they stay on disk until the next command opens the data dir, which removes th
 
 ``--once`` is required: without it the command is an error, because a long-running loop
 (retention, flushes, file deletion on a timer) belongs to the scheduler command ``seglog
-maintain``, still to come; ``--once`` keeps ``seglog retention`` meaning one pass when it does.
+maintain``; ``--once`` keeps ``seglog retention`` meaning one pass.
 With ``--read-only`` only ``--dry-run`` is allowed (a read-only open cannot delete).
 """
 
@@ -70,7 +70,7 @@ Examples:
 
 ONCE_REQUIRED = (
     "--once is required: this command runs retention one time and exits (the long-running "
-    "scheduler will be 'seglog maintain', not written yet)"
+    "scheduler is 'seglog maintain')"
 )
 
 

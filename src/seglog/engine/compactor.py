@@ -457,10 +457,13 @@ class CompactionService:
         cleaner_factory: Callable[[], Cleaner],
         clock: Clock,
         cleaner_checkpoint: Callable[[Log], int | None] = lambda log: None,
+        record_run: Callable[[Log, CompactionRun | None, str | None], None] | None = None,
     ) -> None:
         self._cleaner_factory = cleaner_factory
         self.clock = clock
         self._cleaner_checkpoint = cleaner_checkpoint
+        # Called once per finished run: (log, run, None) or, on failure, (log, None, error).
+        self._record_run = record_run
         self._lock = threading.Lock()
         self._running: set[TopicPartition] = set()
         self._compactor: Compactor | None = None
@@ -511,6 +514,8 @@ class CompactionService:
                 CompactionStatus("ERROR", f"{type(exc).__name__}: {exc}", previous.figures)
             )
             LOG.error("compaction of %s failed: %s", tp, exc)
+            if isinstance(exc, Exception):
+                self._record(log, None, f"{type(exc).__name__}: {exc}")
             raise
         finally:
             with self._lock:
@@ -532,9 +537,20 @@ class CompactionService:
                         "; the run that published this copy stopped before recording its figures"
                     )
             store.write_status(CompactionStatus("SUCCESS", message, figures))
+            self._record(log, run, None)
             return run
         store.write_status(CompactionStatus("SUCCESS", message, run.to_json()))
+        self._record(log, run, None)
         return run
+
+    def _record(self, log: Log, run: CompactionRun | None, error: str | None) -> None:
+        """Hand a finished run to the history recorder; figures only, so never fatal."""
+        if self._record_run is None:
+            return
+        try:
+            self._record_run(log, run, error)
+        except Exception as exc:
+            LOG.warning("could not record the compaction run of %s: %s", log.topic_partition, exc)
 
     def maybe_compact(self, log: Log) -> CompactionRun | None:
         """The threshold trigger: run when the backlog exceeds ``compaction.threshold.bytes``
@@ -542,9 +558,24 @@ class CompactionService:
         threshold = log.config.compaction_threshold_bytes
         if threshold <= 0 or not log.writable:
             return None
-        if self.backlog_bytes(log) <= threshold:
+        backlog = self.backlog_bytes(log)
+        if backlog <= threshold:
             return None
         try:
-            return self.compact(log)
+            run = self.compact(log)
         except CompactionRunningError:
             return None
+        LOG.info(
+            "compacted %s (backlog %d bytes > compaction.threshold.bytes %d): horizon %d -> "
+            "%d, %d of %d records kept, %d keys, %.3f s",
+            log.topic_partition,
+            backlog,
+            threshold,
+            run.previous_horizon,
+            run.horizon,
+            run.records_kept,
+            run.records_read,
+            run.keys,
+            run.duration_s,
+        )
+        return run

@@ -51,6 +51,9 @@ from seglog.engine.compactor import (
 )
 from seglog.engine.log import ConsumedRecord, Log
 from seglog.engine.log_cleaner import CleanPlan, CleanResult, LogCleaner, per_thread_map_bytes
+from seglog.engine.metrics import RetentionCounters
+from seglog.engine.progress import ProgressCallback
+from seglog.engine.run_history import RunHistory
 from seglog.engine.scheduler import Scheduler
 from seglog.errors import (
     CorruptCheckpointError,
@@ -159,6 +162,7 @@ class LogManager:
         clock: Clock | None = None,
         read_only: bool = False,
         start_scheduler: bool = False,
+        progress: ProgressCallback | None = None,
     ) -> None:
         if not broker.log_dirs:
             raise InvalidConfigError("log.dirs is empty: give at least one data directory")
@@ -180,6 +184,9 @@ class LogManager:
         self.meta: MetaProperties | None = None
         self._closed = False
         self._start_scheduler = start_scheduler
+        self._progress = progress  # startup: (partitions opened, partitions found)
+        self._progress_total = 0
+        self.retention_counters = RetentionCounters()  # for the metrics
         # Segments renamed .deleted and waiting for file.delete.delay.ms: their files are
         # closed at shutdown (the .deleted files themselves are removed at the next startup).
         self._pending_file_deletes: set[LogSegment] = set()
@@ -192,10 +199,17 @@ class LogManager:
         self.log_cleaner = LogCleaner(
             broker, self.cleaner_manager, clock=self.clock, run_retention=self._retain
         )
+        # Retention deletions and compactor runs, per root (figures for `seglog report`).
+        self.history = RunHistory(
+            [root.directory.path for root in self._roots],
+            lambda: dict(self._logs),
+            writable=not read_only,
+        )
         self.compaction = CompactionService(
             self._new_compaction_cleaner,
             self.clock,
             lambda log: self.cleaner_manager.checkpoints().get(log.topic_partition),
+            record_run=self.history.record_compaction,
         )
 
     @classmethod
@@ -206,9 +220,18 @@ class LogManager:
         clock: Clock | None = None,
         read_only: bool = False,
         start_scheduler: bool = False,
+        progress: ProgressCallback | None = None,
     ) -> LogManager:
-        """Open every root of ``broker.log_dirs`` (see the module docstring)."""
-        manager = cls(broker, clock=clock, read_only=read_only, start_scheduler=start_scheduler)
+        """Open every root of ``broker.log_dirs`` (see the module docstring); ``progress``
+        is called after each partition is opened (and recovered), with the count of
+        partition directories found."""
+        manager = cls(
+            broker,
+            clock=clock,
+            read_only=read_only,
+            start_scheduler=start_scheduler,
+            progress=progress,
+        )
         try:
             manager._startup()
         except BaseException:
@@ -249,8 +272,17 @@ class LogManager:
             raise damaged[0]
         self.metadata_problems = [str(exc) for exc in damaged]
         self._topics = newest or TopicsFile()
+        if self._progress is not None:
+            self._progress_total = sum(
+                1
+                for root in self._roots
+                for _, parsed in list_partition_dirs(root.directory.path)
+                if parsed.kind is PartitionDirKind.LIVE
+            )
         for index, root in enumerate(self._roots):
             self._load_root(index, root)
+        if self._progress is not None:  # directories skipped (-delete, future) are done too
+            self._progress(len(self._logs), len(self._logs))
         if not self.read_only:
             self._reconcile_topics()
             self._schedule_tasks()
@@ -313,6 +345,9 @@ class LogManager:
             self._log_root[tp] = index
             self.load_reports.append(log.load_report)
             copy_store(log).recover(log.log_end_offset)  # unpublished/superseded copies go
+            if self._progress is not None:
+                total = max(self._progress_total, len(self._logs))
+                self._progress(len(self._logs), total)
 
     def _reconcile_topics(self) -> None:
         for name, meta in list(self._topics.topics.items()):
@@ -463,6 +498,7 @@ class LogManager:
             renamed.append(
                 rename_partition_dir(log.directory, delete_dir_name(tp, uuid.uuid4().hex))
             )
+            self.history.forget(tp)  # a topic created again starts without this history
         for root in self._roots:  # a crash may have left live dirs of a topic being deleted
             for path, parsed in list_partition_dirs(root.directory.path):
                 if parsed.kind is PartitionDirKind.LIVE and parsed.topic == name:
@@ -649,9 +685,14 @@ class LogManager:
     def _apply_retention(self, log: Log) -> RetentionPlan:
         """``log.apply_retention()``; when it fails half-way (a rename on a full disk), the
         raised log start offset is checkpointed anyway, so segments taken out of the list but
-        not renamed never come back as readable data after a restart."""
+        not renamed never come back as readable data after a restart. What it deleted is
+        recorded in the retention history."""
         try:
-            return log.apply_retention()
+            now_ms = self.clock.now_ms()
+            plan = log.apply_retention(now_ms)
+            self.history.record_retention(log, plan, now_ms)
+            self.retention_counters.record(log.topic_partition, plan)
+            return plan
         except OSError:
             log.mark_needs_recovery()
             # If the disk still fails, the error below is the one to report.
@@ -660,12 +701,15 @@ class LogManager:
             raise
 
     # --- the log cleaner ------------------------------------------------------------------------
-    def clean_once(self, *, topic: str | None = None) -> list[CleanResult]:
-        """One cleaner pass now (``seglog clean --once``): every cleanable log once."""
+    def clean_once(
+        self, *, topic: str | None = None, progress: ProgressCallback | None = None
+    ) -> list[CleanResult]:
+        """One cleaner pass now (``seglog clean --once``): every cleanable log once
+        (``progress``: partitions done of those cleanable)."""
         self._check_writable()
         if topic is not None and topic not in self.topic_names():
             raise UnknownTopicError(f"topic {topic!r} does not exist")
-        return self.log_cleaner.clean_once(topic=topic)
+        return self.log_cleaner.clean_once(topic=topic, progress=progress)
 
     def plan_cleaning(self, *, topic: str | None = None) -> list[CleanPlan]:
         """What a cleaner pass would do, per compacted partition (changes nothing)."""
