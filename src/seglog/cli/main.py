@@ -21,6 +21,7 @@ A :class:`~seglog.errors.SeglogError` or ``OSError`` escaping a handler is print
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -72,6 +73,12 @@ SUBCOMMANDS: tuple[ModuleType, ...] = (
 )
 
 
+#: Modules of other layers adding commands, loaded by name: ``seglog.spark.cli`` adds
+#: ``seglog spark ...`` without ``seglog.cli`` importing ``seglog.spark`` (two independent
+#: layers, see DESIGN.md); neither import loads pyspark until a ``spark`` command runs.
+PLUGINS: tuple[str, ...] = ("seglog.spark.cli",)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``seglog`` parser with every subcommand of :data:`SUBCOMMANDS` registered."""
     parser = argparse.ArgumentParser(
@@ -86,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for module in SUBCOMMANDS:
         module.register(subparsers)
+    for name in PLUGINS:
+        importlib.import_module(name).register(subparsers)
     return parser
 
 

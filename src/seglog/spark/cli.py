@@ -1,0 +1,174 @@
+"""``seglog spark compact|export|stats``: the Spark pipeline from the command line.
+
+This module is a plugin of the ``seglog`` command: :mod:`seglog.cli.main` loads it by name
+(``importlib``) when it builds its parser, so the core command never imports anything of Spark
+and ``seglog.cli`` and ``seglog.spark`` stay independent layers. Importing it does not import
+pyspark either: a session is built only when a ``spark`` command runs.
+
+Commands (the global ``--data-dir DIR``/``--config FILE`` options name the log directories,
+before or after the command):
+
+* ``seglog spark compact [--topic T] [--no-shard-keys]``: the distributed Kafka-style cleaner
+  (:mod:`seglog.spark.compaction_job`); one line per partition, or ``--json``.
+* ``seglog spark export TOPIC --to PATH [--mode table|changelog]``: the topic as a Parquet
+  table (:mod:`seglog.spark.export`).
+* ``seglog spark stats [--topic T] [--json]``: per-partition statistics
+  (:mod:`seglog.spark.stats`).
+
+``--master`` (default ``local[*]``, or ``SEGLOG_SPARK_MASTER``) picks where Spark runs; under
+``spark-submit`` use the Python API instead (README, "Spark on a cluster").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from seglog.errors import SparkOptionError
+from seglog.spark.options import broker_config_of
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+
+
+def register(subparsers: Any) -> None:
+    """Add ``spark`` and its subcommands to the ``seglog`` parser."""
+    parser = subparsers.add_parser(
+        "spark",
+        help="run the Spark pipeline: distributed compaction, Parquet export, statistics",
+        description="The Spark pipeline on the log directories (embedded local[*] by default).",
+    )
+    parser.set_defaults(handler=lambda args: _usage(parser))
+    commands = parser.add_subparsers(title="spark commands", metavar="SPARK_COMMAND")
+
+    def common(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--data-dir",
+            dest="command_data_dirs",
+            action="append",
+            default=argparse.SUPPRESS,
+            metavar="DIR",
+            help="a log directory root (log.dirs); repeat for several roots",
+        )
+        sub.add_argument(
+            "--master",
+            default=None,
+            help="Spark master (default: $SEGLOG_SPARK_MASTER or local[*])",
+        )
+
+    compact = commands.add_parser(
+        "compact",
+        help="clean every compacted partition that needs it, on Spark",
+        description=(
+            "The Kafka-style log cleaner as a Spark job: the same decisions and bytes as "
+            "`seglog clean --once`, one task per partition."
+        ),
+    )
+    common(compact)
+    compact.add_argument("--topic", default=None, help="only this topic")
+    compact.add_argument(
+        "--no-shard-keys",
+        action="store_true",
+        help="when a partition's keys overflow one task's map, clean it partially (as the "
+        "in-process cleaner does) instead of sharding its keys across tasks",
+    )
+    compact.add_argument("--json", action="store_true", help="print one JSON document")
+    compact.set_defaults(handler=_run_compact)
+
+    export = commands.add_parser(
+        "export",
+        help="write a topic as a Parquet table (latest value per key) or changelog",
+        description=(
+            "Export TOPIC to Parquet: --mode table (default) keeps the latest value per key "
+            "(tombstones delete it), --mode changelog every record; with lineage columns."
+        ),
+    )
+    common(export)
+    export.add_argument("topic", metavar="TOPIC")
+    export.add_argument("--to", required=True, metavar="PATH", help="the Parquet directory")
+    export.add_argument("--mode", choices=("table", "changelog"), default="table")
+    export.set_defaults(handler=_run_export)
+
+    stats = commands.add_parser(
+        "stats",
+        help="per-partition records, keys, duplicates, tombstones, dirty ratio, sizes",
+        description="Statistics of every partition (or one topic's), computed on Spark.",
+    )
+    common(stats)
+    stats.add_argument("--topic", default=None, help="only this topic")
+    stats.add_argument("--json", action="store_true", help="print one JSON document")
+    stats.set_defaults(handler=_run_stats)
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_help(sys.stderr)
+    return 2
+
+
+def _data_dirs(args: argparse.Namespace) -> tuple[str, ...]:
+    before: list[str] = getattr(args, "data_dirs", None) or []
+    after: list[str] = getattr(args, "command_data_dirs", None) or []
+    return (*before, *after)
+
+
+def _broker(args: argparse.Namespace) -> Any:
+    data_dirs = _data_dirs(args)
+    config = getattr(args, "server_config", None)
+    if not data_dirs and config is None:
+        raise SparkOptionError("give the log directories with --data-dir DIR (or --config FILE)")
+    return broker_config_of(data_dirs, config)
+
+
+def _session(args: argparse.Namespace) -> Any:
+    from seglog.spark.session import embedded_session
+
+    return embedded_session(args.master)
+
+
+def _run_compact(args: argparse.Namespace) -> int:
+    from seglog.spark.compaction_job import compact
+
+    broker = _broker(args)
+    spark = _session(args)
+    results = compact(spark, broker, topic=args.topic, shard_keys=not args.no_shard_keys)
+    if args.json:
+        print(json.dumps({"results": [r.to_json() for r in results]}, indent=1))
+    elif not results:
+        print("nothing to clean: no compacted partition is above min.cleanable.dirty.ratio")
+    for result in results if not args.json else []:
+        if result.stats is None:
+            print(f"{result.topic_partition}: not cleaned: {result.error}")
+            continue
+        s = result.stats
+        print(
+            f"{result.topic_partition}: cleaned [{s.first_dirty_offset}, {s.end_offset}) "
+            f"{s.size_before_bytes:,} -> {s.size_after_bytes:,} bytes, "
+            f"{s.messages_read:,} -> {s.messages_written:,} records"
+            + (" (partial)" if s.is_partial else "")
+        )
+    return EXIT_FAILURE if any(r.error for r in results) else EXIT_OK
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from seglog.spark.export import export_topic
+
+    broker = _broker(args)
+    spark = _session(args)
+    rows = export_topic(spark, list(broker.log_dirs), args.topic, args.to, mode=args.mode)
+    print(f"exported {rows:,} rows of {args.topic} ({args.mode}) to {args.to}")
+    return EXIT_OK
+
+
+def _run_stats(args: argparse.Namespace) -> int:
+    from seglog.spark.stats import format_stats, partition_stats
+
+    broker = _broker(args)
+    spark = _session(args)
+    rows = partition_stats(spark, list(broker.log_dirs), args.topic).collect()
+    if args.json:
+        print(json.dumps({"partitions": [row.asDict() for row in rows]}, indent=1, default=str))
+    else:
+        print(format_stats(rows))
+    return EXIT_OK
