@@ -1,0 +1,149 @@
+"""Export a topic as a Parquet table: the latest value per key, or every record.
+
+``export_topic(spark, log_dirs, topic, to, mode="table")`` reads the topic with seglog's own
+Spark source (``format("seglog")``, ``includeHeaders=true``) and writes Parquet to ``to``:
+
+* ``mode="table"``: one row per key, the key's **latest** record, unless that record is a
+  tombstone (null value), which deletes the key. Keyless records are not table rows. Read
+  with ``readCompacted=true`` (the Pulsar-style compacted copy up to its horizon, then the
+  log): the same result as folding the whole log, with less to read when a copy exists,
+  except that the copy also applies the topic's time retention (``retention.ms``) to keys,
+  so a key whose latest record is past retention is not a row even if retention has not
+  yet deleted its segment from the log.
+  "Latest" is decided as Kafka decides it:
+
+  * within a partition, by **offset** (the last write wins, whatever the timestamps say;
+    CreateTime timestamps may go backwards), as the log cleaner keeps it;
+  * across partitions (a key is partition-local in Kafka, so this only happens when records
+    were written with an explicit partition or the partition count changed): the partition
+    winners are compared by **timestamp**, ties to the **higher partition**. A table has one
+    row per key because that is what a consumer of the table (a join, a lookup) expects;
+    the lineage columns say which partition and offset the row came from.
+
+* ``mode="changelog"``: every record of the topic (tombstones and keyless records included).
+
+Columns: ``key binary, value binary, headers array<struct<key string, value binary>>``
+(null for none), and the lineage ``topic string, partition int, offset bigint, timestamp
+timestamp, timestampType int``. The table is computed by Spark (``max_by`` per
+(partition, key), then per key), never in the driver.
+
+Writing: the table is written into a new sibling directory ``<to>.seglog-tmp-<uuid>`` and
+then swapped in by renames (an existing ``to`` is renamed aside, the new one renamed to
+``to``, the old one deleted), so a reader sees the old table or the new one, never a half
+written one (the moment between the two renames shows no table). ``to`` must be a local
+path. An existing ``to`` is replaced only if it looks like a Parquet table (files
+``part-*``, ``_SUCCESS`` and dot-files only): anything else raises, so a typo cannot delete
+a user's directory.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from seglog.errors import SparkOptionError
+from seglog.spark.logdirs import discover
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+MODES = ("table", "changelog")
+EXPORT_COLUMNS = (
+    "key",
+    "value",
+    "headers",
+    "topic",
+    "partition",
+    "offset",
+    "timestamp",
+    "timestampType",
+)
+
+
+def topic_frame(
+    spark: SparkSession, log_dirs: Sequence[str | Path], topic: str, *, read_compacted: bool
+) -> DataFrame:
+    """The topic as the seglog source reads it, with headers."""
+    return (
+        spark.read.format("seglog")
+        .option("path", ",".join(str(Path(d).absolute()) for d in log_dirs))
+        .option("subscribe", topic)
+        .option("includeHeaders", "true")
+        .option("readCompacted", "true" if read_compacted else "false")
+        .load()
+    )
+
+
+def latest_per_key(records: DataFrame) -> DataFrame:
+    """The table view of a changelog DataFrame (module docstring): latest record per key by
+    offset within a partition, then by (timestamp, partition) across partitions; keys whose
+    latest record is a tombstone and keyless records are dropped."""
+    from pyspark.sql import functions as sf
+
+    columns = [sf.col(c) for c in EXPORT_COLUMNS]
+    keyed = records.where(sf.col("key").isNotNull())
+    per_partition = keyed.groupBy("partition", "key").agg(
+        sf.max_by(sf.struct(*columns), sf.col("offset")).alias("r")
+    )
+    per_key = per_partition.groupBy("key").agg(
+        sf.max_by(sf.col("r"), sf.struct(sf.col("r.timestamp"), sf.col("r.partition"))).alias("r")
+    )
+    return per_key.select("r.*").where(sf.col("value").isNotNull())
+
+
+def _is_parquet_table(path: Path) -> bool:
+    for entry in path.iterdir():
+        name = entry.name
+        if name.startswith((".", "_SUCCESS")) or (name.startswith("part-") and entry.is_file()):
+            continue
+        return False
+    return True
+
+
+def _swap_in(new: Path, target: Path) -> None:
+    """Replace ``target`` by ``new`` with renames (module docstring)."""
+    old: Path | None = None
+    if target.exists():
+        old = target.with_name(f"{target.name}.seglog-old-{uuid.uuid4().hex}")
+        target.rename(old)
+    new.rename(target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def export_topic(
+    spark: SparkSession,
+    log_dirs: Sequence[str | Path],
+    topic: str,
+    to: str | Path,
+    mode: str = "table",
+) -> int:
+    """Write ``topic`` of ``log_dirs`` as Parquet at ``to`` (replacing it atomically);
+    ``mode`` is ``"table"`` (latest value per key) or ``"changelog"`` (every record).
+    Returns the number of rows written."""
+    if mode not in MODES:
+        raise SparkOptionError(f"export mode {mode!r}: choose 'table' or 'changelog'")
+    target = Path(str(to).removeprefix("file://")).absolute()
+    if "://" in str(to) and not str(to).startswith("file://"):
+        raise SparkOptionError(f"export target {to!r}: give a local directory")
+    discover([str(Path(d).absolute()) for d in log_dirs]).partitions_of(topic)  # names a typo
+    if target.exists() and not (target.is_dir() and _is_parquet_table(target)):
+        raise SparkOptionError(
+            f"export target {str(target)!r} exists and is not a Parquet table: refusing to "
+            "replace it (remove it or choose another path)"
+        )
+    records = topic_frame(spark, log_dirs, topic, read_compacted=mode == "table")
+    frame = (latest_per_key(records) if mode == "table" else records).select(*EXPORT_COLUMNS)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_name(f"{target.name}.seglog-tmp-{uuid.uuid4().hex}")
+    try:
+        frame.write.mode("errorifexists").parquet(str(staging))
+        rows = spark.read.parquet(str(staging)).count()
+        _swap_in(staging, target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging, ignore_errors=True)
+    return int(rows)
