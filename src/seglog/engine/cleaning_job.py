@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -172,6 +173,34 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+# Idle cleaners of this process, by (map size, load factor, producer expiry): an executor's
+# Python worker runs task after task, and reusing the map (as a cleaner thread does round
+# after round) saves allocating and touching its memory every time. A task takes a cleaner out
+# while it runs (concurrent callers never share one) and puts it back after.
+_IDLE_CLEANERS: dict[tuple[int, float, int], Cleaner] = {}
+_IDLE_LOCK = threading.Lock()
+
+
+def _take_cleaner(task: PartitionCleaningTask) -> Cleaner:
+    key = (task.map_bytes, task.load_factor, task.producer_id_expiration_ms)
+    with _IDLE_LOCK:
+        cleaner = _IDLE_CLEANERS.pop(key, None)
+    if cleaner is None:
+        cleaner = Cleaner(
+            OffsetMap(task.map_bytes, task.load_factor),
+            clock=SystemClock(),
+            producer_id_expiration_ms=task.producer_id_expiration_ms,
+        )
+    return cleaner
+
+
+def _give_back(task: PartitionCleaningTask, cleaner: Cleaner) -> None:
+    key = (task.map_bytes, task.load_factor, task.producer_id_expiration_ms)
+    with _IDLE_LOCK:
+        _IDLE_CLEANERS.clear()  # at most one idle map per process
+        _IDLE_CLEANERS[key] = cleaner
+
+
 def run_partition_task(task: PartitionCleaningTask) -> PartitionCleaningOutcome:
     """Clean one partition into ``.cleaned`` segments (phase 2; runs on an executor).
 
@@ -181,14 +210,11 @@ def run_partition_task(task: PartitionCleaningTask) -> PartitionCleaningOutcome:
     outcome = PartitionCleaningOutcome(task.topic, task.partition)
     written: list[Any] = []
     log: Log | None = None
+    cleaner: Cleaner | None = None
     try:
         log = _open_read_only(task)
         _check_planned_segments(log, task)
-        cleaner = Cleaner(
-            OffsetMap(task.map_bytes, task.load_factor),
-            clock=SystemClock(),
-            producer_id_expiration_ms=task.producer_id_expiration_ms,
-        )
+        cleaner = _take_cleaner(task)
         round_ = cleaner.prepare_round(log, task.to_clean, now_ms=task.now_ms, losers=task.losers)
         if (
             task.allow_sharding
@@ -228,6 +254,8 @@ def run_partition_task(task: PartitionCleaningTask) -> PartitionCleaningOutcome:
         outcome.groups.clear()
         outcome.error = _error_text(exc)
     finally:
+        if cleaner is not None:
+            _give_back(task, cleaner)
         if log is not None:
             log.close()
     return outcome
