@@ -20,7 +20,14 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: python bench/run_all.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import bench_cleaner, bench_compacted, bench_format, bench_hash, bench_storage
+from bench import (
+    bench_cleaner,
+    bench_compacted,
+    bench_format,
+    bench_hash,
+    bench_spark_source,
+    bench_storage,
+)
 
 BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "format": bench_format.main,
@@ -28,6 +35,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "cleaner": bench_cleaner.main,
     "compacted": bench_compacted.main,
     "hash": bench_hash.main,
+    "spark_source": bench_spark_source.main,
 }
 
 

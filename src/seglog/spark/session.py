@@ -98,7 +98,13 @@ def embedded_session(
 
 
 def register(session: SparkSession) -> None:
-    """Register seglog's data source (format name ``seglog``) on ``session``."""
+    """Register seglog's data source (format name ``seglog``) on ``session``.
+
+    Also turns on ``spark.sql.python.filterPushdown.enabled`` for the session: the source's
+    reader overrides ``pushFilters``, and with the flag off Spark fails every query of such
+    a reader (``DATA_SOURCE_PUSHDOWN_DISABLED``) instead of skipping pushdown.
+    """
     from seglog.spark.source import SeglogDataSource
 
+    session.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     session.dataSource.register(SeglogDataSource)
