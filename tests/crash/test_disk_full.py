@@ -793,11 +793,6 @@ BUG_CLEAN_SWAP = (
     "(acknowledged latest values lost); fault points: the .deleted renames of the old "
     "segments, the .swap -> live renames and the directory fsync after them"
 )
-BUG_CLEAN_UNCLEANABLE = (
-    "BUG: a clean_once round that failed with ENOSPC/EIO marks the partition uncleanable "
-    "(KIP-346) until the process restarts: once space returns the next clean_once of the "
-    "same manager skips it (returns no result), so cleaning does not resume"
-)
 BUG_COMPACT_RUNNING = (
     "BUG: CompactionService.compact writes the RUNNING status before its try/finally: when "
     "that write fails (fault points 1-4: status.json.tmp write/fsync, rename, directory "
@@ -812,19 +807,7 @@ BUG_COMPACT_PUBLISHED_REMOVED = (
     "and after reopen (recover() keeps the publication), and compact() with new data raises "
     "FileNotFoundError forever (_open_copy); with no new data it is a no-op, so nothing heals"
 )
-BUG_RETENTION_ORPHANS = (
-    "BUG: when renaming a retained segment's files to .deleted fails in Log.apply_retention "
-    "(ENOSPC/EIO at any of the renames), the segments after it were already taken out of "
-    "the segment list but keep their live names and open descriptors: their space is never "
-    "freed in-process, the retry finds nothing to do, the log-start checkpoint is not written "
-    "(log start == first listed segment), and after a clean close and reopen the orphans "
-    "load again: the log start offset moves back (28 -> 0..24) and retention-deleted records "
-    "are readable again"
-)
-KNOWN_BUGS: dict[tuple[str, str], str] = {
-    ("clean_once", "resume"): BUG_CLEAN_UNCLEANABLE,
-    ("retention", "resume"): BUG_RETENTION_ORPHANS,
-}
+KNOWN_BUGS: dict[tuple[str, str], str] = {}
 MAIN_CASES = [
     pytest.param(
         name,
@@ -919,12 +902,6 @@ BUG_CLOSE_LEAKS = (
     "failing one (and the failing one) keep their segment descriptors open; abort() is then "
     "a no-op, so nothing can close them (a full disk: every close fails this way)"
 )
-BUG_OPEN_LEAKS = (
-    "BUG: when LogManager.open fails (e.g. ENOSPC writing a rebuilt index during recovery "
-    "on a still-full disk) _release() unlocks but does not close the logs already opened: "
-    "their segment descriptors leak (21 on the tmpfs test), so a supervisor retrying the "
-    "open until space returns leaks descriptors and keeps the space of deleted files"
-)
 
 
 needs_proc_fds = pytest.mark.skipif(
@@ -968,7 +945,6 @@ def test_failed_close_then_abort_releases_descriptors(scratch: Path) -> None:
 
 
 @needs_proc_fds
-@pytest.mark.xfail(strict=True, reason=BUG_OPEN_LEAKS)
 def test_failed_open_on_a_full_disk_releases_descriptors(scratch: Path) -> None:
     """An unclean directory is opened while the disk is full: recovery's first write fails;
     the open raises an OSError and leaves no descriptor open."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import struct
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ from seglog.format.builder import BatchBuilder
 from seglog.format.compression import CompressionType
 from seglog.format.reader import BatchReader
 from seglog.format.topic_names import TopicPartition
+from seglog.testing.crash import installed
 
 DAY_MS = 24 * 3600 * 1000
 Pair = tuple[bytes | None, bytes | None]
@@ -432,3 +434,40 @@ def test_seed_003_one_queue_under_three_policies_with_the_cleaner(
     manager.clean_once()
     manager.run_retention()
     assert [o for o, _, _ in contents(log)] == kept
+
+
+def test_an_io_failure_marks_the_partition_for_a_retry_after_the_backoff(
+    manager: LogManager, clock: ManualClock
+) -> None:
+    """A round that fails with ENOSPC marks the partition uncleanable with a retry time
+    (``log.cleaner.backoff.ms`` later): the cleaner loop's maintenance lifts it then, and an
+    explicit ``clean_once`` retries it at once; the retried round cleans as if nothing had
+    happened. A data error's mark stays (KIP-346) whatever the clock says."""
+    log = compacted(manager)
+    produce(log, clock, [(b"k", b"1"), (b"j", b"1"), (b"k", b"2")])
+    log.roll()
+    tp = TopicPartition("t", 0)
+
+    def disk_full(operation: str, where: str) -> None:
+        if operation == "write" and ".cleaned" in where:
+            raise OSError(errno.ENOSPC, "No space left on device", where)
+
+    with installed(disk_full):
+        [failed] = manager.clean_once()
+    assert failed.error is not None and "[Errno 28]" in failed.error
+    mark = manager.cleaner_manager.uncleanable()[tp]
+    backoff = manager.cleaner_manager.backoff_ms
+    assert mark.is_transient and mark.retry_after_ms == clock.now_ms() + backoff
+    manager.cleaner_manager.maintain_uncleanable()  # the loop's maintenance: too early
+    assert tp in manager.cleaner_manager.uncleanable()
+    clock.advance(backoff)
+    manager.cleaner_manager.maintain_uncleanable()
+    assert manager.cleaner_manager.uncleanable() == {}
+    manager.cleaner_manager.mark_failed(tp, "again", 0, OSError(errno.EIO, "I/O error"))
+    [result] = manager.clean_once()  # asked for: retried at once
+    assert result.error is None and result.stats is not None
+    assert [(k, v) for _, k, v in contents(log)] == [(b"j", b"1"), (b"k", b"2")]
+    manager.cleaner_manager.mark_failed(tp, "corrupt", 0, ValueError("bad batch"))
+    clock.advance(10 * backoff)
+    manager.cleaner_manager.maintain_uncleanable(retry_io_failures=True)
+    assert not manager.cleaner_manager.uncleanable()[tp].is_transient

@@ -208,6 +208,9 @@ def test_log_below_the_checkpointed_start_restarts_empty(
         (".index", lambda raw: raw[:-4] + (10**8).to_bytes(4, "big"), "past the end"),
         (".index", lambda raw: raw[8:16] + raw[:8] + raw[16:], "not strictly increasing"),
         (".timeindex", lambda raw: raw[12:24] + raw[:12] + raw[24:], "not strictly increasing"),
+        (".timeindex", lambda raw: raw[:-5], "not a multiple of the 12-byte entry"),
+        (".index", lambda raw: raw[:-3], "not a multiple of the 8-byte entry"),
+        (".index", lambda raw: raw[:4] + raw[12:16] + raw[8:], "positions are not strictly"),
     ],
 )
 def test_a_damaged_index_of_a_closed_segment_is_rebuilt(
@@ -228,3 +231,32 @@ def test_a_damaged_index_of_a_closed_segment_is_rebuilt(
         assert log.read_records(offset, 1)[0].value == value
     log.close()
     assert check_partition_dir(tmp_path / "events-0") == []
+
+
+@pytest.mark.parametrize("suffix", [".index", ".timeindex"])
+def test_an_index_entry_that_contradicts_the_log_is_not_used(
+    tmp_path: Path, clock: ManualClock, suffix: str
+) -> None:
+    """Damage the load checks cannot see without reading the .log (an offset entry's position
+    moved inside its batch; a time entry's timestamp lowered, still increasing): the segment
+    checks each entry when it uses one and scans instead, so every read and timestamp lookup
+    still finds its record, and the refused entries are counted."""
+    _, expected = build(tmp_path, clock)
+    victim = segment_files(tmp_path, suffix)[0]
+    raw = bytearray(victim.read_bytes())
+    if suffix == ".index":
+        position = int.from_bytes(raw[4:8], "big")
+        raw[4:8] = (position + 1).to_bytes(4, "big")
+    else:
+        timestamp = int.from_bytes(raw[0:8], "big")
+        raw[0:8] = (timestamp - 1).to_bytes(8, "big")
+    victim.write_bytes(bytes(raw))
+    log = reopen(tmp_path, clock, had_clean_shutdown=True, recovery_point=10**6)
+    assert log.load_report.rebuilt_indexes == []
+    for offset, value in expected:
+        assert log.read_records(offset, 1)[0].value == value
+    for record in log.iter_records(log.log_start_offset):
+        found = log.fetch_offset_by_timestamp(record.timestamp)
+        assert found is not None and found.offset == record.offset  # timestamps increase
+    assert sum(s.refused_index_entries for s in log.segments) >= 1
+    log.close()

@@ -349,16 +349,6 @@ def test_mutated_codec_streams_raise_only_corrupt_record(
 # --- bugs found ----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: a CRC-valid batch whose baseOffset (outside the CRC) is near 2**63 decodes to "
-        "offsets outside int64: read_batches(buf)[0][0].records() gives offset 2**63 for the "
-        "second record while scan_columns wraps it to -2**63; neither ends the read as corrupt. "
-        "Repro: encode_batch([Record(0, 5, b'k', b'v'), Record(1, 6, b'k2', b'v2')]) with "
-        "bytes 0..8 set to 7fffffffffffffff (set_base_offset(buf, 2**63 - 1))."
-    ),
-)
 @FUZZ_FEW
 @example(base_offset=INT64_MAX, count=2, base_timestamp=5, delta=1)
 @given(
@@ -403,18 +393,6 @@ def _zstd_rle_frame(blocks: int) -> bytes:
     return bytes(out)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: zstd decompression overshoots max_bytes before checking it: "
-        "_zstd_decompress feeds 64 KiB chunks and checks the size only after each "
-        "frame.decompress(chunk), and a 4-byte RLE block yields 128 KiB. Repro: "
-        "decompress(CompressionType.ZSTD, bytes.fromhex('28b52ffd0058' + '02001000' * 255 + "
-        "'03001000'), max_bytes=1 << 20) peaks at 64 MiB traced before raising "
-        "CorruptRecordError (an 8 KiB frame: 512 MiB; a 64 KiB batch: ~4 GiB, whatever "
-        "max_bytes is)."
-    ),
-)
 @FUZZ_FEW
 @example(blocks=256, max_bytes=1 << 20)
 @given(st.integers(1, 300), st.integers(1 << 10, 1 << 20))

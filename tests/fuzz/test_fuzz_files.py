@@ -255,18 +255,6 @@ def check_reads_after_damage(suffix: str, victim: int, ops: list[Any]) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: the loader's index check (OffsetIndexFile.consistency_problem) only asks that "
-        "positions do not decrease and lie inside the .log, not that an entry's position is "
-        "the start of the batch holding its offset. A closed segment's .index "
-        "00000002 0000009e 00000004 0000013c ... (offset 2 at 158, offset 4 at 316) damaged "
-        "to 00000002 0000013c 00000004 0000013c ... is kept, and Log.read_records(2, 1) returns "
-        "offset 4: records 2 and 3 are skipped silently, although the loader docstring says a "
-        "damaged index never sends a lookup to a wrong position."
-    ),
-)
 @FUZZ_FEW
 @example(damage=(0, [("int32", 4, 316)]))
 @given(index_damage(".index"))
@@ -276,17 +264,6 @@ def test_a_damaged_offset_index_never_makes_reads_skip_records(
     check_reads_after_damage(".index", *damage)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: a closed segment's .timeindex that lost its last entries (cut to a whole number "
-        "of entries: 72 -> 48 bytes, so sanity and consistency checks pass; the loader passes "
-        "INT32_MAX, not the segment's last offset, to TimeIndexFile.consistency_problem) is "
-        "kept; the segment's max timestamp then comes from the shortened index and "
-        "Log.fetch_offset_by_timestamp(T0 + 9) returns offset 12 (next segment) instead of 9: "
-        "records 9-11 are skipped silently."
-    ),
-)
 @FUZZ_FEW
 @example(damage=(0, [("truncate", 48)]))
 @given(index_damage(".timeindex"))

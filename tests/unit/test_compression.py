@@ -372,3 +372,38 @@ def test_gzip_bomb_is_stopped_at_the_bound() -> None:
     bomb = b"".join(compressor.compress(chunk) for _ in range(64)) + compressor.flush()
     with pytest.raises(CorruptRecordError):
         decompress(CompressionType.GZIP, bomb, max_bytes=1 << 20)
+
+
+def _zstd_rle_frame(blocks: int, block_bytes: int = 128 * 1024) -> bytes:
+    """A zstd frame of ``blocks`` RLE blocks (4 bytes in, ``block_bytes`` out each)."""
+    out = bytearray(b"\x28\xb5\x2f\xfd\x00\x58")  # magic, no content size, 2 MiB window
+    for index in range(blocks):
+        last = 1 if index == blocks - 1 else 0
+        out += (last | (1 << 1) | (block_bytes << 3)).to_bytes(3, "little") + b"\x00"
+    return bytes(out)
+
+
+@pytest.mark.parametrize("max_bytes", [1, 1000, (1 << 20) - 1, 1 << 20, 3 << 20])
+def test_zstd_rle_bomb_is_stopped_within_one_block_of_the_bound(max_bytes: int) -> None:
+    # 1 KiB of RLE blocks is 32 MiB of output: the feed is sized so at most one 128 KiB
+    # block past the bound is ever held, and exactly max_bytes is still accepted.
+    frame = _zstd_rle_frame(256)
+    total = 256 * 128 * 1024
+    with pytest.raises(CorruptRecordError, match="more than"):
+        decompress(CompressionType.ZSTD, frame, max_bytes=max_bytes)
+    assert decompress(CompressionType.ZSTD, frame, max_bytes=total) == bytes(total)
+    with pytest.raises(CorruptRecordError, match="more than"):
+        decompress(CompressionType.ZSTD, frame, max_bytes=total - 1)
+
+
+def test_zstd_bound_exact_across_frames_with_small_budget() -> None:
+    # Several frames fed a byte at a time near the bound still decode exactly.
+    stream = compress(CompressionType.ZSTD, TEXTISH[:5000]) + compress(
+        CompressionType.ZSTD, RANDOM[:3000]
+    )
+    want = TEXTISH[:5000] + RANDOM[:3000]
+    assert decompress(CompressionType.ZSTD, stream, max_bytes=len(want)) == want
+    with pytest.raises(CorruptRecordError, match="more than"):
+        decompress(CompressionType.ZSTD, stream, max_bytes=len(want) - 1)
+    with pytest.raises(CorruptRecordError, match="truncated"):
+        decompress(CompressionType.ZSTD, stream[:-3], max_bytes=len(want))

@@ -23,10 +23,16 @@ from hypothesis import strategies as st
 
 from seglog import kernels
 from seglog.errors import CorruptRecordError
-from seglog.format.batch import assemble_batch, decode_records, encode_batch, encode_record
+from seglog.format.batch import (
+    assemble_batch,
+    decode_records,
+    encode_batch,
+    encode_record,
+    set_base_offset,
+)
 from seglog.format.columnar import RecordColumns, scan_columns
 from seglog.format.compression import CompressionType
-from seglog.format.reader import EndKind, read_batches
+from seglog.format.reader import EndKind, iter_batches_strict, read_batches
 from seglog.format.records import Header, Record, TimestampType
 from seglog.format.varint import encode_varint
 from seglog.kernels import codes
@@ -46,6 +52,7 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 LOGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BOTH = pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "twin"])
 TS = 1_700_000_000_000
+INT64_MAX_OFFSET = (1 << 63) - 1
 
 
 def as_array(data: bytes) -> npt.NDArray[np.uint8]:
@@ -557,3 +564,34 @@ def test_legacy_entries_are_decoded_in_python_and_placed_in_the_arena(use_numba:
 def test_single_batch_any_codec(spec: Any) -> None:
     data = spec.encode()
     assert scanned(data, include_control=True) == reference_rows(data, include_control=True)
+
+
+@pytest.mark.parametrize(
+    ("base_offset", "overflows"),
+    [(INT64_MAX_OFFSET - 2, True), (INT64_MAX_OFFSET - 3, False), (INT64_MAX_OFFSET, True)],
+)
+def test_last_offset_past_int64_is_corrupt_in_every_reader(
+    base_offset: int, overflows: bool
+) -> None:
+    # baseOffset is outside the CRC: a batch of 4 records (lastOffsetDelta 3) rebased near
+    # 2**63 must end the read as corrupt at its position, the same in the Python reader, the
+    # kernel, its twin and scan_columns; one offset lower it is still a valid batch.
+    first = encode_batch([Record(0, TS, b"k", b"v")])
+    raw = bytearray(encode_batch([Record(i, TS + i, b"k%d" % i, b"v") for i in range(4)]))
+    set_base_offset(raw, base_offset)
+    data = first + bytes(raw)
+    batches, end = read_batches(data)
+    walk = walk_both(data)
+    if overflows:
+        assert len(batches) == 1
+        assert end.kind is EndKind.CORRUPT and end.position == len(first)
+        assert "overflows int64" in end.reason
+        assert walk.end_code == codes.END_OFFSET_OVERFLOW and walk.end_position == len(first)
+        with pytest.raises(CorruptRecordError, match="overflows int64") as raised:
+            list(iter_batches_strict(data))
+        assert raised.value.position == len(first)
+    else:
+        assert end.kind is EndKind.CLEAN and walk.end_code == codes.END_CLEAN
+        assert batches[1].records()[-1].offset == INT64_MAX_OFFSET
+    for use_numba in (True, False):
+        assert scanned(data, use_numba=use_numba) == reference_rows(data)

@@ -27,7 +27,18 @@ while deleting, so the cleaner and retention never work on one log at once, KAFK
 
 **Uncleanable partitions** (KIP-346): an error while choosing or cleaning a partition marks
 it uncleanable with the reason and its dirty bytes; the cleaner skips it and goes on with the
-others until the partition disappears or the process restarts.
+others. How long depends on the error:
+
+* an error of the data or of our code (a corrupt batch, a broken invariant): until the
+  partition disappears or the process restarts, as in Kafka (retrying would fail the same
+  way, and each try would rewrite ``.cleaned`` files for nothing);
+* an I/O failure (an ``OSError`` in the error or its causes: ENOSPC, EIO, a failed rename;
+  ``StorageWriteError`` is one): the mark carries a retry time, ``log.cleaner.backoff.ms``
+  after the failure. :meth:`CleanerManager.maintain_uncleanable` (each cleaner loop, each
+  pass) lifts marks whose retry time has come, so cleaning resumes by itself once space
+  returns, at most one failed try per backoff; a pass asked for explicitly
+  (:meth:`~seglog.engine.log_cleaner.LogCleaner.clean_once`) retries them at once. A failed
+  round leaves the log as it was (the swap protocol and its recovery), so a retry is sound.
 
 Choosing (§2.5): every compacted log without a state and not uncleanable is a candidate;
 an invalid checkpoint is rewritten at once (KAFKA-6266); the eligible log with the highest
@@ -99,10 +110,30 @@ class CleaningCandidate:
 
 @dataclass(frozen=True, slots=True)
 class Uncleanable:
-    """Why a partition is skipped (KIP-346)."""
+    """Why a partition is skipped (KIP-346); ``retry_after_ms`` is when an I/O failure's
+    mark is lifted (None: until the partition disappears or the process restarts)."""
 
     reason: str
     uncleanable_bytes: int
+    retry_after_ms: int | None = None
+
+    @property
+    def is_transient(self) -> bool:
+        """True for an I/O failure's mark (retried after a backoff)."""
+        return self.retry_after_ms is not None
+
+
+def is_io_failure(exc: BaseException) -> bool:
+    """True when ``exc`` or one of its causes is an ``OSError`` (disk full, I/O error, ...):
+    a failure of the environment, not of the data, so worth retrying later."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        if isinstance(current, OSError):
+            return True
+        seen.add(id(current))
+        current = current.__cause__ or current.__context__
+    return False
 
 
 @dataclass
@@ -124,11 +155,15 @@ class CleanerManager:
         *,
         clock: Clock,
         writable: bool = True,
+        backoff_ms: int = 15_000,
     ) -> None:
+        if backoff_ms < 0:
+            raise ValueError(f"backoff_ms must be >= 0, not {backoff_ms}")
         self._roots = dict(roots)
         self._logs = logs
         self.clock = clock
         self.writable = writable
+        self.backoff_ms = backoff_ms  # log.cleaner.backoff.ms: I/O failures retried after it
         self._cond = threading.Condition(threading.RLock())
         self._states: dict[TopicPartition, _State] = {}
         self._uncleanable: dict[TopicPartition, Uncleanable] = {}
@@ -183,17 +218,39 @@ class CleanerManager:
         with self._cond:
             return dict(self._uncleanable)
 
-    def mark_uncleanable(self, tp: TopicPartition, reason: str, uncleanable_bytes: int) -> None:
-        """Skip ``tp`` from now on (KIP-346)."""
+    def mark_uncleanable(
+        self,
+        tp: TopicPartition,
+        reason: str,
+        uncleanable_bytes: int,
+        *,
+        retry_after_ms: int | None = None,
+    ) -> None:
+        """Skip ``tp`` (KIP-346) until restart, or with ``retry_after_ms`` (an I/O failure)
+        until then (see the module docstring)."""
         with self._cond:
-            self._uncleanable[tp] = Uncleanable(reason, uncleanable_bytes)
+            self._uncleanable[tp] = Uncleanable(reason, uncleanable_bytes, retry_after_ms)
 
-    def maintain_uncleanable(self) -> None:
-        """Forget uncleanable marks of partitions that no longer exist."""
+    def mark_failed(
+        self, tp: TopicPartition, reason: str, uncleanable_bytes: int, exc: BaseException
+    ) -> None:
+        """Mark ``tp`` uncleanable after ``exc``: retried after ``backoff_ms`` when it is an
+        I/O failure (:func:`is_io_failure`), else until restart."""
+        retry = self.clock.now_ms() + self.backoff_ms if is_io_failure(exc) else None
+        self.mark_uncleanable(tp, reason, uncleanable_bytes, retry_after_ms=retry)
+
+    def maintain_uncleanable(self, *, retry_io_failures: bool = False) -> None:
+        """Forget uncleanable marks of partitions that no longer exist, and I/O failures'
+        marks whose retry time has come (all of them with ``retry_io_failures``)."""
         live = self._logs()
+        now_ms = self.clock.now_ms()
         with self._cond:
-            for tp in [tp for tp in self._uncleanable if tp not in live]:
-                del self._uncleanable[tp]
+            for tp, mark in list(self._uncleanable.items()):
+                lifted = mark.retry_after_ms is not None and (
+                    retry_io_failures or mark.retry_after_ms <= now_ms
+                )
+                if tp not in live or lifted:
+                    del self._uncleanable[tp]
 
     def candidates(self, now_ms: int, *, topic: str | None = None) -> list[CleaningCandidate]:
         """Every compacted log with its dirty range (no state changes; for status and dry runs)."""
@@ -257,7 +314,7 @@ class CleanerManager:
                     if candidate.offsets.force_update_checkpoint:
                         self.update_checkpoint(tp, log, candidate.offsets.first_dirty_offset)
                 except (SeglogError, OSError) as exc:
-                    self.mark_uncleanable(tp, f"choosing it to clean failed: {exc}", 0)
+                    self.mark_failed(tp, f"choosing it to clean failed: {exc}", 0, exc)
                     continue
                 delay = candidate.to_clean.max_compaction_delay_ms
                 pre.max_compaction_delay_ms = max(pre.max_compaction_delay_ms, delay)

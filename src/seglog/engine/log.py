@@ -23,6 +23,7 @@ Append (spec §5.1): validate each batch and assign offsets from LEO
 from __future__ import annotations
 
 import bisect
+import contextlib
 import itertools
 import random
 import threading
@@ -44,19 +45,21 @@ from seglog.core.roll import (
     roll_reason,
 )
 from seglog.errors import (
+    CorruptRecordError,
     InvalidConfigError,
     InvalidRecordError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     UnreadableFileError,
 )
+from seglog.format.batch import MAGIC_V2
 from seglog.format.builder import BatchBuilder
 from seglog.format.checkpoint import (
     EpochEntry,
 )
 from seglog.format.compression import CompressionType
 from seglog.format.names import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX
-from seglog.format.reader import BatchReader
+from seglog.format.reader import Batch, BatchReader, EndKind
 from seglog.format.records import Header, TimestampType
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.atomic import fsync_directory
@@ -66,7 +69,7 @@ from seglog.storage.partition_dirs import (
     read_leader_epochs,
     write_leader_epochs,
 )
-from seglog.storage.segment import LogSegment
+from seglog.storage.segment import FetchSlice, LogSegment
 
 DEFAULT_FETCH_MAX_BYTES = 1024 * 1024
 APPEND_CHUNK_BYTES_MAX = 4 * 1024 * 1024  # append_records: bytes per Log.append call
@@ -163,6 +166,9 @@ class Log:
         self._last_flush_ms = clock.monotonic_ms()
         self._needs_dir_fsync = False
         self._failed_write = False  # a multi-file change failed half-way: recover at next open
+        # A swap that failed after its swap point (step 3 of replace_segments): (new segments,
+        # replaced segments); finished by _finish_swap before the next change of the list.
+        self._pending_swap: tuple[list[LogSegment], list[LogSegment]] | None = None
         self._closed = False
         self._epochs = self._load_epochs()
         self.active_segment.roll_jitter_ms = self._draw_jitter()
@@ -200,16 +206,23 @@ class Log:
             now_ms=clock.now_ms(),
             writable=writable,
         )
-        return cls(
-            directory,
-            topic_partition,
-            config,
-            loaded,
-            clock=clock,
-            writable=writable,
-            flush_executor=flush_executor,
-            file_deleter=file_deleter,
-        )
+        try:
+            return cls(
+                directory,
+                topic_partition,
+                config,
+                loaded,
+                clock=clock,
+                writable=writable,
+                flush_executor=flush_executor,
+                file_deleter=file_deleter,
+            )
+        except BaseException:
+            # e.g. the leader-epoch file unreadable or not writable: no descriptor stays open
+            # (the load itself releases what it opened when it fails).
+            for segment in loaded.segments:
+                segment.release_files()
+            raise
 
     def __repr__(self) -> str:
         return (
@@ -491,12 +504,24 @@ class Log:
             )
         if offset == end:
             return FetchResult(offset, b"", end, start)
+        found = self._read_slice(segments, bases, offset, max_bytes, min_one_message)
+        return FetchResult(offset, b"" if found is None else found[1].data, end, start)
+
+    @staticmethod
+    def _read_slice(
+        segments: tuple[LogSegment, ...],
+        bases: tuple[int, ...],
+        offset: int,
+        max_bytes: int,
+        min_one_message: bool,
+    ) -> tuple[LogSegment, FetchSlice] | None:
+        """The segment and bytes holding ``offset`` (or the next offset after it), or None."""
         index = max(0, bisect.bisect_right(bases, offset) - 1)
         for segment in segments[index:]:
             fetched = segment.read(offset, max_bytes, min_one_message=min_one_message)
             if fetched is not None:
-                return FetchResult(offset, fetched.data, end, start)
-        return FetchResult(offset, b"", end, start)
+                return segment, fetched
+        return None
 
     def iter_records(
         self,
@@ -522,10 +547,24 @@ class Log:
         end = self.log_end_offset if end_offset is None else min(end_offset, self.log_end_offset)
         position = offset
         while position < end:
-            fetched = self.read(position, max_bytes)
+            segments, bases = self._segments, self._bases
+            start = self.log_start_offset
+            if position < start:
+                raise OffsetOutOfRangeError(
+                    f"offset {position} is outside [{start}, {self.log_end_offset}] of "
+                    f"{self.topic_partition}"
+                )
+            found = self._read_slice(segments, bases, position, max_bytes, True)
+            if found is None:
+                return
+            segment, fetched = found
+            index = bisect.bisect_left(bases, segment.base_offset)
+            next_base = bases[index + 1] if index + 1 < len(bases) else None
             advanced = False
-            for batch in BatchReader(fetched.data):
+            reader = BatchReader(fetched.data, base_position=fetched.position)
+            for batch in reader:
                 advanced = True
+                self._check_batch_offsets(segment, next_base, batch)
                 position = max(position, batch.last_offset + 1)
                 if batch.is_control:
                     continue
@@ -542,8 +581,40 @@ class Log:
                         record.value,
                         record.headers,
                     )
+            ending = reader.end
+            if ending is not None and (
+                ending.kind is EndKind.CORRUPT
+                or (not advanced and ending.kind is EndKind.TORN_TAIL)
+            ):
+                # Damage inside the log (a closed segment's middle, or a batch cut short) is
+                # never skipped: stopping here would return a silently shortened log.
+                raise CorruptRecordError(
+                    f"{ending.reason} (reading offset {position} of {self.topic_partition})",
+                    position=ending.position,
+                    path=str(segment.log_path),
+                )
             if not advanced:
                 return
+
+    def _check_batch_offsets(
+        self, segment: LogSegment, next_base: int | None, batch: Batch
+    ) -> None:
+        """A batch read from ``segment`` must hold offsets of that segment: from its base offset
+        (v2) to below the next segment's base, and (the active segment) not start past LEO.
+        The base offset is outside the CRC, so a damaged one is caught only here."""
+        if next_base is not None:
+            is_inside = batch.last_offset < next_base
+        else:
+            is_inside = batch.base_offset <= self.log_end_offset  # re-read: appends race
+        if is_inside and (batch.magic != MAGIC_V2 or batch.base_offset >= segment.base_offset):
+            return
+        raise CorruptRecordError(
+            f"batch holds offsets {batch.base_offset}-{batch.last_offset}, outside segment "
+            f"[{segment.base_offset}, {'LEO' if next_base is None else next_base}) of "
+            f"{self.topic_partition}",
+            position=batch.position,
+            path=str(segment.log_path),
+        )
 
     def read_records(
         self,
@@ -603,6 +674,7 @@ class Log:
         """
         with self._lock:
             self._check_writable()
+            self._finish_swap()
             if offset < 0:
                 raise OffsetOutOfRangeError(f"cannot truncate {self.topic_partition} to {offset}")
             if offset >= self.log_end_offset:
@@ -680,14 +752,24 @@ class Log:
 
         Steps (a crash at any step leaves a log that opens with nothing half-deleted
         readable): 1. roll when every segment goes (a log keeps an active segment);
-        2. raise the log start offset to the first surviving segment; 3. take the segments
-        out of the list, so no new read finds them; 4. rename each one's files ``.deleted``
-        (startup removes ``.deleted`` files, and an index left without its ``.log``);
-        5. the file deleter unlinks them later (after ``file.delete.delay.ms`` under a
-        LogManager), so a read that already holds a segment finishes.
+        2. raise the log start offset to the first surviving segment, so no new read asks
+        for the victims' offsets; 3. oldest first, rename each victim's files ``.deleted``
+        (startup removes ``.deleted`` files, and an index left without its ``.log``) and
+        take every victim whose ``.log`` was renamed out of the segment list;
+        4. fsync the directory; 5. the file deleter unlinks them later (after
+        ``file.delete.delay.ms`` under a LogManager), so a read that already holds a
+        segment finishes.
+
+        A rename that fails (a full disk, EIO) raises after step 3 took out exactly the
+        segments already renamed: the others stay listed under their live names, below the
+        raised log start offset, so reads refuse their offsets, their descriptors stay owned
+        by the log (closed by ``close``/``abort``) and the next retention pass deletes them
+        (they lie below the log start offset), in this process once the disk works again or
+        after a restart (the log start offset checkpoint keeps them unreadable then).
         """
         with self._lock:
             self._check_writable()
+            self._finish_swap()
             plan = self.plan_retention(now_ms)
             if plan.is_empty:
                 return plan
@@ -695,16 +777,29 @@ class Log:
                 self.roll()
             doomed = {d.base_offset for d in plan.deletions}
             victims = [s for s in self._segments if s.base_offset in doomed]
-            survivors = tuple(s for s in self._segments if s.base_offset not in doomed)
-            assert survivors and survivors[0].base_offset > victims[-1].base_offset
+            assert victims and victims[-1] is not self._segments[-1]
             assert plan.new_log_start_offset is not None
             self._raise_log_start_offset(plan.new_log_start_offset)
-            self._publish(survivors)
-            for segment in victims:
-                segment.change_file_suffix(DELETED_SUFFIX)
+            renamed: list[LogSegment] = []
+            try:
+                for segment in victims:
+                    try:
+                        segment.change_file_suffix(DELETED_SUFFIX)
+                    finally:
+                        if segment.file_suffix == DELETED_SUFFIX:  # its .log was renamed
+                            renamed.append(segment)
+            finally:
+                if renamed:
+                    gone = {id(s) for s in renamed}
+                    self._publish(tuple(s for s in self._segments if id(s) not in gone))
+                    self._needs_dir_fsync = True
+                    for segment in renamed:
+                        # Its .log is already .deleted: it is gone after a restart; the
+                        # deleter removes whatever files of it are left (live-named indexes
+                        # of a half-renamed segment too).
+                        self._file_deleter(segment)
             fsync_directory(self.directory)
-            for segment in victims:
-                self._file_deleter(segment)
+            self._needs_dir_fsync = False
             return plan
 
     def delete_records(self, offset: int) -> int:
@@ -816,17 +911,32 @@ class Log:
         6. The old segments' files are unlinked later by the file deleter; ``.deleted``
            leftovers are removed at startup.
 
+        When a step fails (a full disk, EIO): before step 3 the new segments' files are
+        removed (the log is as before the call; a ``.swap`` left behind is a whole cleaned
+        copy, which startup would swap in, equally valid); from step 3 on the swap is kept
+        pending and finished (steps 4-6, each rename done at most once) before the next
+        change of the segment list (replace, retention, roll, truncation) and at close, so
+        the log is whole again in this process once the disk works; until then
+        :attr:`needs_recovery` is true, and a restart finishes it from the files.
+
         Returns the old segments taken out of the list.
         """
         with self._lock:
             self._check_writable()
+            self._finish_swap()
             current = {id(s) for s in self._segments}
             old = sorted((s for s in old_segments if id(s) in current), key=lambda s: s.base_offset)
             new = sorted(new_segments, key=lambda s: s.base_offset)
             if not new:
                 raise ValueError("replace_segments needs at least one new segment")
-            for segment in reversed(new):
-                segment.change_file_suffix(SWAP_SUFFIX)
+            try:
+                for segment in reversed(new):
+                    segment.change_file_suffix(SWAP_SUFFIX)
+            except BaseException:
+                for segment in new:  # not listed yet: nothing reads them
+                    with contextlib.suppress(OSError):
+                        segment.delete_files()
+                raise
             doomed = {id(s) for s in old}
             kept = [s for s in self._segments if id(s) not in doomed]
             new_bases = {s.base_offset for s in new}
@@ -834,20 +944,51 @@ class Log:
             merged = sorted([*kept, *new], key=lambda s: s.base_offset)
             assert merged[-1] is self._segments[-1], "the active segment is never replaced"
             self._publish(tuple(merged))
-            for segment in old:
-                segment.change_file_suffix(DELETED_SUFFIX)
-            for segment in new:
-                segment.change_file_suffix("")
-            fsync_directory(self.directory)
-            for segment in old:
-                self._file_deleter(segment)
+            self._pending_swap = (new, old)
+            self._finish_swap()
             return old
+
+    def _finish_swap(self) -> None:
+        """Steps 4-6 of :meth:`replace_segments` for a pending swap (none: nothing to do).
+        Each rename is skipped when already done, so a retry after a failure goes on where
+        it stopped; the swap stays pending until every step succeeded."""
+        pending = self._pending_swap
+        if pending is None:
+            return
+        new, old = pending
+        for segment in old:
+            segment.change_file_suffix(DELETED_SUFFIX)
+        for segment in new:
+            segment.change_file_suffix("")
+        fsync_directory(self.directory)
+        self._pending_swap = None
+        for segment in old:
+            self._file_deleter(segment)
+
+    def finish_pending_swap(self) -> bool:
+        """Finish a swap that failed after its swap point, if any (see
+        :meth:`replace_segments`); True when none is left pending. Raises what the disk says."""
+        with self._lock:
+            if self.writable and not self._closed:
+                self._finish_swap()
+            return self._pending_swap is None
+
+    def release_retired_files(self) -> None:
+        """Close, without writing, the handles of segments a pending swap replaced (they are
+        out of the segment list, so closing the listed segments does not reach them)."""
+        if self._pending_swap is not None:
+            for segment in self._pending_swap[1]:
+                segment.release_files()
 
     @property
     def needs_recovery(self) -> bool:
         """True when a failed write could not be undone: the next open must recover this log
         (the LogManager then writes no clean-shutdown marker)."""
-        return self._failed_write or any(s.needs_recovery for s in self._segments)
+        return (
+            self._failed_write
+            or self._pending_swap is not None
+            or any(s.needs_recovery for s in self._segments)
+        )
 
     def mark_needs_recovery(self) -> None:
         """Record that a change failed half-way (see :attr:`needs_recovery`)."""
@@ -860,6 +1001,11 @@ class Log:
             if self._closed:
                 return
             if self.writable:
+                try:
+                    self._finish_swap()
+                except BaseException:
+                    self.release_retired_files()
+                    raise
                 self.flush()
                 self.active_segment.on_become_inactive()
                 self.active_segment.flush()

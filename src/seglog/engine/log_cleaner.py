@@ -10,8 +10,10 @@ nobody holds (``compact,delete`` logs get their time/size rules there, *after* c
 holds every thread's reads and writes to ``log.cleaner.io.max.bytes.per.second``.
 
 Errors: an exception while cleaning a partition marks it uncleanable (KIP-346) and the thread
-goes on; an abort (pause, deletion) just ends the round; anything escaping the loop kills the
-thread, counted by ``DeadThreadCount``.
+goes on: until restart for an error of the data, for ``log.cleaner.backoff.ms`` for an I/O
+failure (a full disk: cleaning resumes by itself once space returns; see
+:mod:`seglog.engine.cleaner_manager`); an abort (pause, deletion) just ends the round;
+anything escaping the loop kills the thread, counted by ``DeadThreadCount``.
 
 :meth:`LogCleaner.clean_once` runs one synchronous pass (``seglog clean --once``) and
 :meth:`LogCleaner.plan` says what would be cleaned without changing anything
@@ -163,6 +165,7 @@ class LogCleaner:
 
         end_offset: int | None = None
         try:
+            log.finish_pending_swap()  # a swap an earlier round left half-done (a full disk)
             end_offset, stats = self._cleaner(index).clean(
                 log, candidate.to_clean, now_ms=now_ms, check_done=check_done
             )
@@ -170,7 +173,7 @@ class LogCleaner:
             return CleanResult(tp, None, str(exc))
         except Exception as exc:  # KIP-346: one bad partition must not stop the cleaner
             reason = f"{type(exc).__name__}: {exc}"
-            manager.mark_uncleanable(tp, reason, candidate.to_clean.cleanable_bytes)
+            manager.mark_failed(tp, reason, candidate.to_clean.cleanable_bytes, exc)
             LOG.error("cleaning %s failed; it is marked uncleanable: %s", tp, reason)
             return CleanResult(tp, None, reason)
         finally:
@@ -201,16 +204,20 @@ class LogCleaner:
                 try:
                     self._run_retention(tp, log)
                 except Exception as exc:
-                    self.manager.mark_uncleanable(tp, f"retention failed: {exc}", 0)
+                    self.manager.mark_failed(tp, f"retention failed: {exc}", 0, exc)
 
     def clean_once(
         self, *, topic: str | None = None, progress: ProgressCallback | None = None
     ) -> list[CleanResult]:
         """One pass: clean every cleanable log once (filthiest first), then retention.
 
-        ``progress`` is called after each partition's round with (partitions done, partitions
-        cleanable at the start of the pass, or more if others became cleanable meanwhile).
+        Partitions marked uncleanable after an I/O failure are retried first (the pass was
+        asked for: e.g. after space returned); those marked for an error of their data stay
+        skipped. ``progress`` is called after each partition's round with (partitions done,
+        partitions cleanable at the start of the pass, or more if others became cleanable
+        meanwhile).
         """
+        self.manager.maintain_uncleanable(retry_io_failures=True)
         results: list[CleanResult] = []
         done: set[TopicPartition] = set()
         total = 0

@@ -195,6 +195,7 @@ class LogManager:
             lambda: dict(self._logs),
             clock=self.clock,
             writable=not read_only,
+            backoff_ms=broker.log_cleaner_backoff_ms,
         )
         self.log_cleaner = LogCleaner(
             broker, self.cleaner_manager, clock=self.clock, run_retention=self._retain
@@ -684,9 +685,10 @@ class LogManager:
 
     def _apply_retention(self, log: Log) -> RetentionPlan:
         """``log.apply_retention()``; when it fails half-way (a rename on a full disk), the
-        raised log start offset is checkpointed anyway, so segments taken out of the list but
-        not renamed never come back as readable data after a restart. What it deleted is
-        recorded in the retention history."""
+        segments not yet renamed stay listed below the raised log start offset (the next
+        pass deletes them) and that offset is checkpointed anyway, so they never come back
+        as readable data after a restart. What it deleted is recorded in the retention
+        history."""
         try:
             now_ms = self.clock.now_ms()
             plan = log.apply_retention(now_ms)
@@ -901,6 +903,7 @@ class LogManager:
             for log in self._logs.values():
                 for segment in log.segments:
                     segment.close()
+                log.release_retired_files()
             self._closed = True
             self._release()
 
@@ -912,6 +915,7 @@ class LogManager:
         for log in self._logs.values():
             for segment in log.segments:
                 segment.release_files()
+            log.release_retired_files()
         for segment in list(self._pending_file_deletes):
             segment.release_files()
         self._pending_file_deletes.clear()

@@ -28,8 +28,13 @@ Each record (every integer a zig-zag varint unless said)::
 Invariants a valid batch keeps (checked on decode, raised as ``CorruptRecordError`` with the
 batch's position): ``batchLength >= 49``; the CRC matches; the codec is 0-4; each record
 consumes exactly its declared length; header counts are >= 0; after ``recordsCount`` records
-the records section has no bytes left. Offsets and timestamps are not rewritten on decode:
-``Record.timestamp`` is ``baseTimestamp + timestampDelta``.
+the records section has no bytes left. The reader also requires ``baseOffset +
+lastOffsetDelta`` to be an int64 (``baseOffset`` is outside the CRC, so a flipped bit near
+2**63 would otherwise give offsets past int64). Offsets and timestamps are not rewritten on
+decode: ``Record.offset`` is ``baseOffset + offsetDelta`` and ``Record.timestamp`` is
+``baseTimestamp + timestampDelta``, both in int64 arithmetic that wraps as Java's long does
+(what Kafka and the columnar kernels compute, for records a writer made inconsistent with
+the CRC-covered header).
 """
 
 from __future__ import annotations
@@ -82,6 +87,16 @@ HEADER_STRUCT = struct.Struct(">qiibIhiqqqhii")
 _CRC_AND_AFTER = struct.Struct(">I")
 # attributes, timestampDelta, offsetDelta, keyLength, valueLength, headerCount: 1 byte at least
 _MIN_RECORD_BODY_BYTES = 6
+
+
+_INT64_MIN = -(1 << 63)
+_INT64_MAX = (1 << 63) - 1
+
+
+def _wrap64(value: int) -> int:
+    """``value`` as Java's long arithmetic leaves it (two's complement, 64 bits)."""
+    value &= (1 << 64) - 1
+    return value - (1 << 64) if value > _INT64_MAX else value
 
 
 def _wrap_sequence(sequence: int) -> int:
@@ -313,10 +328,16 @@ def decode_records(
                 raise CorruptRecordError(
                     f"record declares {length} bytes but its fields use {used}"
                 )
+            offset = base_offset + offset_delta
+            timestamp = base_timestamp + timestamp_delta
+            if not _INT64_MIN <= offset <= _INT64_MAX:
+                offset = _wrap64(offset)
+            if not _INT64_MIN <= timestamp <= _INT64_MAX:
+                timestamp = _wrap64(timestamp)
             append(
                 Record(
-                    base_offset + offset_delta,
-                    base_timestamp + timestamp_delta,
+                    offset,
+                    timestamp,
                     key,
                     value,
                     headers,

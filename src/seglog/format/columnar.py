@@ -357,6 +357,7 @@ def _walk_end(
         codes.END_BATCH_TOO_SMALL: f"batch length {a} is below the v2 minimum {MIN_BATCH_LENGTH}",
         codes.END_NEGATIVE_COUNT: f"negative lastOffsetDelta {a} or record count {b}",
         codes.END_OFFSET_ORDER: f"offset {a} is not above the previous entry's last offset {b}",
+        codes.END_OFFSET_OVERFLOW: f"baseOffset {a} + lastOffsetDelta {b} overflows int64",
     }
     return ReadEnd(EndKind.CORRUPT, at, reasons[code])
 

@@ -329,8 +329,19 @@ def _xxh32(data: bytes, seed: int = 0) -> int:
 
 
 def _zstd_decompress(data: Buffer, max_bytes: int) -> bytes:
-    # Frame by frame, fed in chunks so the output bound is checked as it grows (a zstd block
-    # expands at most ~128 KiB per input byte, so the overshoot per chunk is bounded too).
+    """Decompress every zstd frame of ``data``; the output never grows far past ``max_bytes``.
+
+    zstd's streaming decoder emits a block only once its whole input is in, and then emits
+    all of it: at most ``ZSTD_BLOCKSIZE_MAX`` (128 KiB) per block, and a block that emits
+    anything takes at least 4 bytes of input (3-byte header + 1 byte of an RLE block). So
+    a feed of ``n`` bytes emits at most ``128 KiB * (1 + n // 4)`` (the ``1``: a block begun
+    by the previous feed). Each feed is sized so that this is within what is left of
+    ``max_bytes`` plus one block: the memory held is at most ``max_bytes + 128 KiB`` whatever
+    the ratio of the stream (RLE blocks expand 4 bytes to 128 KiB), and the error is raised
+    as soon as the output passes ``max_bytes``. An ordinary batch with a large bound is fed
+    in one piece (the feed is ``4 * remaining // 128 KiB`` bytes: 32 KiB of input per MiB
+    of budget, 32 MiB for the default 1 GiB), so the normal path makes one call per frame.
+    """
     view = memoryview(data)
     decompressor = zstandard.ZstdDecompressor()
     out = bytearray()
@@ -340,7 +351,9 @@ def _zstd_decompress(data: Buffer, max_bytes: int) -> bytes:
         while not frame.eof:
             if pos >= len(view):
                 raise CorruptRecordError("zstd frame is truncated")
-            chunk = view[pos : pos + _ZSTD_FEED_BYTES]
+            remaining = max_bytes - len(out)
+            feed = max(1, (remaining // _ZSTD_BLOCK_MAX_BYTES) * _ZSTD_MIN_BLOCK_INPUT_BYTES)
+            chunk = view[pos : pos + feed]
             pos += len(chunk)
             out += frame.decompress(chunk)
             if len(out) > max_bytes:
@@ -349,4 +362,5 @@ def _zstd_decompress(data: Buffer, max_bytes: int) -> bytes:
     return bytes(out)
 
 
-_ZSTD_FEED_BYTES = 64 * 1024
+_ZSTD_BLOCK_MAX_BYTES = 128 * 1024  # ZSTD_BLOCKSIZE_MAX: the most one block can emit
+_ZSTD_MIN_BLOCK_INPUT_BYTES = 4  # block header (3) + one byte: the smallest block that emits

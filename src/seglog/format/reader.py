@@ -13,7 +13,8 @@ buffer ended in :attr:`BatchReader.end`:
   ends this way, and recovery truncates a torn tail;
 * ``CORRUPT``: the bytes at ``position`` cannot be a valid entry: a zero-filled tail (size 0
   with nothing but zeros after it, what preallocated files leave), an impossible size, an
-  unknown magic, a CRC mismatch, or offsets that go backwards.
+  unknown magic, a CRC mismatch, a v2 batch whose last offset (baseOffset + lastOffsetDelta)
+  is above int64's maximum, or offsets that go backwards.
 
 A corrupt entry is never yielded. Positions are of the buffer plus ``base_position``, so a
 reader over a slice of a file reports file positions. Bytes not covered by Kafka's CRC
@@ -42,6 +43,7 @@ Batch = RecordBatch | LegacyBatch
 
 HEADER_SIZE_UP_TO_MAGIC = 17
 MAX_BATCH_BYTES_DEFAULT = (1 << 31) - 1  # positions are int32 in Kafka's indexes
+INT64_MAX = (1 << 63) - 1
 
 _OFFSET_AND_SIZE = struct.Struct(">qi")
 
@@ -154,6 +156,11 @@ class BatchReader:
                         raise CorruptRecordError(
                             f"negative lastOffsetDelta {batch.last_offset_delta} or record "
                             f"count {batch.records_count}"
+                        )
+                    if batch.base_offset > INT64_MAX - batch.last_offset_delta:
+                        raise CorruptRecordError(
+                            f"baseOffset {batch.base_offset} + lastOffsetDelta "
+                            f"{batch.last_offset_delta} overflows int64"
                         )
                 else:
                     batch = parse_legacy_entry(buf, pos, stop)

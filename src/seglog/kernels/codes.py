@@ -57,10 +57,11 @@ END_BAD_MAGIC = 13  # magic above 2; detail_a = magic
 END_BATCH_TOO_SMALL = 14  # v2 batchLength below 49; detail_a = size
 END_NEGATIVE_COUNT = 15  # v2 lastOffsetDelta or recordsCount < 0; detail_a/b = them
 END_OFFSET_ORDER = 16  # offset not above the previous last offset; detail_a/b = them
+END_OFFSET_OVERFLOW = 17  # v2 baseOffset + lastOffsetDelta above int64; detail_a/b = them
 
 # Endings the format layer must re-check after its own per-entry checks (CRC, legacy parse),
 # because Kafka's reader runs those first and they would name the same entry.
-END_AFTER_ENTRY_CHECKS = (END_NEGATIVE_COUNT, END_OFFSET_ORDER)
+END_AFTER_ENTRY_CHECKS = (END_NEGATIVE_COUNT, END_OFFSET_OVERFLOW, END_OFFSET_ORDER)
 
 END_NAMES = {
     END_CLEAN: "clean",
@@ -73,6 +74,7 @@ END_NAMES = {
     END_BATCH_TOO_SMALL: "batch length below 49",
     END_NEGATIVE_COUNT: "negative lastOffsetDelta or recordsCount",
     END_OFFSET_ORDER: "offsets go backwards",
+    END_OFFSET_OVERFLOW: "baseOffset + lastOffsetDelta overflows int64",
 }
 
 # --- records walk ------------------------------------------------------------------------------

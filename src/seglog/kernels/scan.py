@@ -13,11 +13,11 @@ arguments and pick the implementation.
     ``seglog.format.reader.BatchReader`` does: nothing left → clean; fewer than 12 bytes, fewer
     than 17, or fewer than ``12 + size`` → torn tail; size < 14 (zero-filled tail when the
     size is 0 and every byte to the end is 0), size above the limit, magic > 2, v2
-    batchLength < 49, negative lastOffsetDelta/recordsCount, offset not above the previous
-    entry's last offset → corrupt. The CRC is *not* computed here (the format layer runs the
-    ``crc32c`` C package per batch). Header fields are written column by column into
-    ``frames`` (int64, shape ``(FRAME_FIELDS, capacity)``); a full matrix ends with
-    ``END_FULL`` and the caller resumes.
+    batchLength < 49, negative lastOffsetDelta/recordsCount, baseOffset + lastOffsetDelta
+    above int64, offset not above the previous entry's last offset → corrupt. The CRC is
+    *not* computed here (the format layer runs the ``crc32c`` C package per batch). Header
+    fields are written column by column into ``frames`` (int64, shape ``(FRAME_FIELDS,
+    capacity)``); a full matrix ends with ``END_FULL`` and the caller resumes.
 
 ``scan_records_nb(buf, sections..., outputs...)``
     Walks uncompressed v2 records: for each section ``s`` (an uncompressed batch's records in
@@ -51,6 +51,7 @@ from seglog.kernels.codes import (
     END_FULL,
     END_NEGATIVE_COUNT,
     END_OFFSET_ORDER,
+    END_OFFSET_OVERFLOW,
     END_SIZE_TOO_LARGE,
     END_SIZE_TOO_SMALL,
     END_TORN,
@@ -222,12 +223,18 @@ def walk_batches_nb(
                     records_count,
                     last_offset,
                 )
-            # Saturate instead of wrapping: Kafka's (unbounded) last offset is above any int64,
-            # so every later offset must compare as "not above" it, and INT64_MAX keeps that.
+            # The last offset must be an int64: a baseOffset (outside the CRC) near 2**63
+            # would otherwise make the batch's offsets wrap to negative numbers.
             if offset > INT64_MAX - last_offset_delta:
-                entry_last_offset = _int64(INT64_MAX)
-            else:
-                entry_last_offset = offset + last_offset_delta
+                return (
+                    count,
+                    END_OFFSET_OVERFLOW,
+                    pos,
+                    offset,
+                    last_offset_delta,
+                    last_offset,
+                )
+            entry_last_offset = offset + last_offset_delta
         else:
             last_offset_delta = _int64(0)
             records_count = _int64(0)

@@ -24,6 +24,7 @@ from seglog.kernels.codes import (
     END_FULL,
     END_NEGATIVE_COUNT,
     END_OFFSET_ORDER,
+    END_OFFSET_OVERFLOW,
     END_SIZE_TOO_LARGE,
     END_SIZE_TOO_SMALL,
     END_TORN,
@@ -141,7 +142,10 @@ def walk_batches_py(
             if delta < 0 or n < 0:
                 result = (count, END_NEGATIVE_COUNT, pos, delta, n, last_offset)
                 break
-            entry_last_offset = min(offset + delta, INT64_MAX)
+            if offset > INT64_MAX - delta:
+                result = (count, END_OFFSET_OVERFLOW, pos, offset, delta, last_offset)
+                break
+            entry_last_offset = offset + delta
             fields = [epoch, crc, attributes, delta, base_ts, max_ts, pid, pepoch, seq, n]
         else:
             entry_last_offset = offset

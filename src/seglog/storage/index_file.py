@@ -109,6 +109,7 @@ class _IndexFile:
         self._values: array[int] = array("q")
         self._written = 0  # entries already in the file
         self._pending = bytearray()  # packed entries from slot ``_written`` on
+        self._loaded_file_bytes = 0  # length of the file when it was loaded
 
     # --- loading --------------------------------------------------------------------------
     def _ensure_loaded(self) -> None:
@@ -122,6 +123,7 @@ class _IndexFile:
             return  # Kafka creates index files lazily: missing reads as empty (spec §7.5)
         except OSError as exc:
             raise UnreadableFileError(exc.strerror or str(exc), path=str(self.path)) from exc
+        self._loaded_file_bytes = len(data)
         self._load_entries(data)
         self._written = len(self._keys)
 
@@ -259,6 +261,17 @@ class _IndexFile:
         self._ensure_loaded()
         return bisect.bisect_right(self._keys, key) - 1
 
+    def _length_problem(self) -> str | None:
+        """Why the file as loaded cannot be an index: a length that is not a whole number of
+        entries (Kafka's sanity check refuses it; a cut file also lost entries)."""
+        self._ensure_loaded()
+        if self._loaded_file_bytes % self.entry_bytes:
+            return (
+                f"file length {self._loaded_file_bytes} is not a multiple of the "
+                f"{self.entry_bytes}-byte entry"
+            )
+        return None
+
     def _corrupt(self, reason: str) -> CorruptIndexError:
         return CorruptIndexError(
             reason, position=len(self._keys) * self.entry_bytes, path=str(self.path)
@@ -359,20 +372,35 @@ class OffsetIndexFile(_IndexFile):
             keep = slot + 1
         self._cut_entries(keep)
 
-    def consistency_problem(self, log_size: int) -> str | None:
-        """Why these entries cannot belong to a ``.log`` of ``log_size`` bytes, or None:
-        relative offsets must be >= 0 and strictly increase, positions must not decrease and
-        must lie inside the log. A damaged or foreign index is rebuilt at load instead of
-        sending lookups to wrong positions (Kafka trusts unrecovered indexes; seglog does not)."""
-        self._ensure_loaded()
+    def consistency_problem(
+        self, log_size: int, next_relative_offset: int = INT32_MAX + 1
+    ) -> str | None:
+        """Why these entries cannot belong to a ``.log`` of ``log_size`` bytes whose offsets
+        end before ``next_relative_offset`` (the next segment's base, relative), or None.
+
+        Checked in memory, O(entries), no read of the ``.log``: the file is a whole number of
+        entries; relative offsets are >= 0, strictly increase and stay below
+        ``next_relative_offset``; positions strictly increase (two entries name two batches,
+        which start at two positions) and lie inside the log. A damaged or foreign index is
+        rebuilt at load instead of sending lookups to wrong positions (Kafka trusts
+        unrecovered indexes; seglog does not). That an entry's position is the start of the
+        batch ending at its offset needs the ``.log``: :class:`~seglog.storage.segment.
+        LogSegment` checks it on every use of an entry (one header it reads anyway)."""
+        if (problem := self._length_problem()) is not None:
+            return problem
         if not self._keys:
             return None
         keys = np.frombuffer(self._keys, dtype=np.int64)
         values = np.frombuffer(self._values, dtype=np.int64)
         if keys[0] < 0 or (len(keys) > 1 and np.any(keys[1:] <= keys[:-1])):
             return "offsets are not strictly increasing from the base offset"
-        if values[0] < 0 or (len(values) > 1 and np.any(values[1:] < values[:-1])):
-            return "positions go backwards"
+        if keys[-1] >= next_relative_offset:
+            return (
+                f"offset {int(keys[-1]) + self.base_offset} is at or past the next segment's "
+                f"base offset {next_relative_offset + self.base_offset}"
+            )
+        if values[0] < 0 or (len(values) > 1 and np.any(values[1:] <= values[:-1])):
+            return "positions are not strictly increasing"
         if values[-1] >= max(log_size, 1):
             return f"position {int(values[-1])} is past the end of the {log_size}-byte log"
         return None
@@ -495,10 +523,14 @@ class TimeIndexFile(_IndexFile):
         self._cut_entries(keep)
 
     def consistency_problem(self, last_relative_offset: int) -> str | None:
-        """Why these entries are impossible for a segment whose last offset is
-        ``last_relative_offset`` past its base, or None: timestamps strictly increase,
-        offsets do not decrease and stay within the segment (see the offset index's check)."""
-        self._ensure_loaded()
+        """Why these entries are impossible for a segment whose last offset is at most
+        ``last_relative_offset`` past its base, or None: the file is a whole number of
+        entries (a cut time index lost its last entries, so the segment's max timestamp, read
+        from the last entry, would be too small), timestamps strictly increase, offsets do not
+        decrease and stay within the segment (see the offset index's check). Whether an entry
+        holds for the ``.log`` is checked by the segment when it uses one."""
+        if (problem := self._length_problem()) is not None:
+            return problem
         if not self._keys:
             return None
         stamps = np.frombuffer(self._keys, dtype=np.int64)

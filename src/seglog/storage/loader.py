@@ -16,9 +16,15 @@ Steps, in order (each says what a crash in the middle leaves for the next start)
    rest of the swaps and finishes the same way (the range covers the renamed ones' originals).
 3. **Segments.** Index files without a ``.log`` are orphans and removed. Every ``{base}.log``
    opens as a segment; a segment without an ``.index``, or whose indexes contradict its log
-   (offsets not increasing, positions past the end, timestamps not increasing), is recovered
-   and its indexes rebuilt. Kafka trusts the indexes of segments it does not recover; a
-   damaged one would send lookups to wrong positions, so seglog checks them (reported).
+   (a file length that is not a whole number of entries, offsets not increasing or reaching
+   the next segment's base, positions not increasing or past the end, timestamps not
+   increasing), is recovered and its indexes rebuilt (reported). These checks read only the
+   index files, so a clean open stays as cheap as Kafka's (which trusts them); what needs
+   the ``.log`` (an entry's position is the start of its batch, a time entry's timestamp is
+   its batch's) the segment checks each time it uses an entry, falling back to a scan from
+   the segment's start, so a damaged index never sends a lookup to a wrong position.
+   If any later step fails (e.g. ENOSPC rebuilding an index), every segment opened here is
+   closed before the error propagates.
 4. **Recovery** (only when the directory was not shut down cleanly): every segment from the
    one holding the recovery point to the end is validated batch by batch (CRC, sizes,
    offsets), its indexes rebuilt, and its ``.log`` cut at the first bad byte. When a segment
@@ -227,24 +233,48 @@ def _open_segments(
     for offset, path in index_files:
         if offset not in logs and writable:
             _remove(path, report)
-    segments = []
+    segments: list[LogSegment] = []
     missing_index: set[int] = set()
-    for base in sorted(logs):
-        segment = settings.open_segment(directory, base, now_ms, writable=writable)
-        if not segment.offset_index.exists:
-            missing_index.add(base)
-        elif (problem := _index_problem(segment)) is not None:
-            report.rebuilt_indexes.append(f"{segment.offset_index.path.name}: {problem}")
-            missing_index.add(base)
-        segments.append(segment)
+    bases = sorted(logs)
+    try:
+        for i, base in enumerate(bases):
+            segment = settings.open_segment(directory, base, now_ms, writable=writable)
+            segments.append(segment)
+            next_base = bases[i + 1] if i + 1 < len(bases) else None
+            if not segment.offset_index.exists:
+                missing_index.add(base)
+            elif (problem := _index_problem(segment, next_base)) is not None:
+                report.rebuilt_indexes.append(problem)
+                missing_index.add(base)
+    except BaseException:
+        _release_all(segments)
+        raise
     return segments, missing_index
 
 
-def _index_problem(segment: LogSegment) -> str | None:
-    """Why a segment's indexes cannot be trusted (they are then rebuilt), or None."""
-    return segment.offset_index.consistency_problem(
-        segment.size
-    ) or segment.time_index.consistency_problem(INT32_MAX)
+def _index_problem(segment: LogSegment, next_base: int | None) -> str | None:
+    """Why a segment's indexes cannot be trusted (they are then rebuilt), or None.
+
+    Only the in-memory checks of the index files run here (O(entries), the ``.log`` is not
+    read), so a clean open stays as cheap as Kafka's; the segment checks each entry against
+    the ``.log`` when a lookup uses it (see :class:`LogSegment`). ``next_base`` (the next
+    segment's base offset) bounds the offsets both indexes may name.
+    """
+    next_relative = INT32_MAX + 1 if next_base is None else next_base - segment.base_offset
+    problem = segment.offset_index.consistency_problem(segment.size, next_relative)
+    if problem is not None:
+        return f"{segment.offset_index.path.name}: {problem}"
+    problem = segment.time_index.consistency_problem(min(next_relative - 1, INT32_MAX))
+    if problem is not None:
+        return f"{segment.time_index.path.name}: {problem}"
+    return None
+
+
+def _release_all(segments: list[LogSegment]) -> None:
+    """Close every handle of ``segments`` without writing (a load that failed part way:
+    nothing it opened may stay open; the files are left for the next load)."""
+    for segment in segments:
+        segment.release_files()
 
 
 def _recover_from(
@@ -290,6 +320,44 @@ def load_partition_dir(
         swaps = _file_pass(directory, report)
         _complete_swaps(directory, swaps, settings, now_ms, report)
     segments, missing_index = _open_segments(directory, settings, now_ms, writable, report)
+    opened = list(segments)
+    try:
+        return _finish_load(
+            directory,
+            settings,
+            segments,
+            missing_index,
+            report,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            had_clean_shutdown=had_clean_shutdown,
+            now_ms=now_ms,
+            writable=writable,
+            opened=opened,
+        )
+    except BaseException:
+        # e.g. ENOSPC rebuilding an index on a full disk: close every segment opened here, so
+        # a caller retrying the open until space returns leaks no descriptor.
+        _release_all(opened)
+        raise
+
+
+def _finish_load(
+    directory: Path,
+    settings: SegmentSettings,
+    segments: list[LogSegment],
+    missing_index: set[int],
+    report: LoadReport,
+    *,
+    recovery_point: int,
+    log_start_offset: int,
+    had_clean_shutdown: bool,
+    now_ms: int,
+    writable: bool,
+    opened: list[LogSegment],
+) -> LoadedLog:
+    """Steps 4 and 5 of :func:`load_partition_dir` (``opened`` collects every segment opened,
+    for the caller to release when a step fails)."""
     if had_clean_shutdown:
         first = len(segments)
     else:
@@ -308,6 +376,7 @@ def load_partition_dir(
         segments = []
     if not segments:
         segments = [settings.open_segment(directory, log_start_offset, now_ms, writable=writable)]
+        opened.extend(segments)
     log_end_offset = segments[-1].next_offset()
     recovery_point = log_end_offset if had_clean_shutdown else min(recovery_point, log_end_offset)
     log_start_offset = max(log_start_offset, segments[0].base_offset)

@@ -18,6 +18,19 @@ Invariants a segment keeps:
 * the time index gets the final max-timestamp entry when the segment stops being active
   (roll, close, after recovery), and both indexes are trimmed then.
 
+Index entries are checked against the ``.log`` when they are used, since a clean load checks
+only what the index files say of themselves (``consistency_problem``: cheap, no read of the
+``.log``). An offset entry ``(o, p)`` is used only when the entry at ``p`` is a batch whose
+last offset is ``<= o`` (the first batch of the append that ended at ``o``): every batch
+before ``p`` then ends below any offset the entry is used for, so the scan from ``p`` skips
+nothing; otherwise the scan starts at position 0. A time entry ``(t, o)`` is used only when
+the batch holding ``o`` has max timestamp ``t``; the segment's max timestamp (from the last
+time entry) is confirmed by reading the batches after that entry, so a time index that lost
+its last entries cannot hide the segment's later timestamps. The check costs the header the
+lookup reads anyway (offset index), one more header (time index) and, once per segment, the
+batches after its last time entry (normally the last one). ``refused_index_entries`` counts
+the entries found wrong.
+
 A segment never decides when to roll or what to append (the engine's ``Log`` does); it stores
 and finds bytes.
 """
@@ -66,6 +79,8 @@ _OFFSET_SIZE = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _V2_LAST_OFFSET_DELTA_AT = 23
 _HEADER_PEEK_BYTES = 27
+_V2_MAX_TIMESTAMP_AT = 35
+_INT64 = struct.Struct(">q")
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +121,10 @@ class SegmentRecovery:
     batches: int
     next_offset: int | None  # offset after the last valid batch, None when empty
     end_reason: str
+
+
+class _EntryRefused(Exception):
+    """Internal: an offset index entry contradicts the ``.log`` (the lookup scans instead)."""
 
 
 def _write_all(
@@ -181,6 +200,7 @@ class LogSegment:
         self._rolling_based_timestamp: int | None = None if self.size else NO_TIMESTAMP
         self._max_timestamp: int | None = None  # loaded lazily from the time index
         self._shallow_offset_of_max_timestamp = base_offset
+        self.refused_index_entries = 0  # index entries that contradicted the .log when used
 
     @staticmethod
     def remove_files_for(directory: Path, base_offset: int, suffix: str = "") -> None:
@@ -227,9 +247,8 @@ class LogSegment:
     # --- timestamps ------------------------------------------------------------------------
     def _ensure_max_timestamp(self) -> None:
         if self._max_timestamp is None:
-            timestamp, offset = self.time_index.last_entry()
-            self._max_timestamp = timestamp
-            self._shallow_offset_of_max_timestamp = offset
+            # The last time entry, confirmed against the batches from it to the end.
+            self._reload_max_timestamp()
 
     @property
     def max_timestamp_so_far(self) -> int:
@@ -380,28 +399,84 @@ class LogSegment:
             if not advanced and end.bytes_needed:
                 chunk = max(chunk, len(buf) + end.bytes_needed)
 
+    def _last_offset_at(self, position: int) -> int | None:
+        """Last offset of the entry whose header starts at ``position`` (None: no header)."""
+        peek = self.read_at(position, _HEADER_PEEK_BYTES)
+        if len(peek) < _HEADER_PEEK_BYTES:
+            return None
+        entry_offset, _ = _OFFSET_SIZE.unpack_from(peek, 0)
+        if peek[16] == MAGIC_V2:
+            (delta,) = _LAST_OFFSET_DELTA.unpack_from(peek, _V2_LAST_OFFSET_DELTA_AT)
+            return int(entry_offset + delta)
+        return int(entry_offset)
+
+    def _entry_holds(self, entry_offset: int, last_offset: int | None) -> bool:
+        """Whether an offset entry ``(entry_offset, p)`` may be used, the batch at ``p``
+        ending at ``last_offset``; counts a refused entry."""
+        if last_offset is not None and self.base_offset <= last_offset <= entry_offset:
+            return True
+        self.refused_index_entries += 1
+        return False
+
+    def index_position(self, offset: int) -> int:
+        """Where a scan for ``offset`` may start: the offset index entry's position once the
+        batch there is checked (see the module docstring), else 0."""
+        entry_offset, position = self.offset_index.lookup(offset)
+        if position <= 0 or position >= self.size:
+            return 0
+        return position if self._entry_holds(entry_offset, self._last_offset_at(position)) else 0
+
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchLocation | None:
         """The first batch whose last offset is >= ``offset`` (spec §7.3), or None."""
-        _, position = self.offset_index.lookup(offset)
-        position = max(position, start_position)
+        indexed_offset, position = self.offset_index.lookup(offset)
+        if position > start_position:
+            try:
+                return self._scan_for(offset, position, check=indexed_offset)
+            except _EntryRefused:
+                pass  # the entry contradicts the .log (counted): scan from the start instead
+        return self._scan_for(offset, start_position, check=None)
+
+    def _scan_for(self, offset: int, position: int, *, check: int | None) -> BatchLocation | None:
+        """Walk headers from ``position`` to the first batch ending at or after ``offset``.
+
+        With ``check`` (the index entry's offset), the first header read also checks the
+        entry (module docstring), at no extra read; ``_EntryRefused`` when it does not hold.
+        """
         size = self.size
         while position < size:
             peek = self.read_at(position, min(LOOKUP_CHUNK_BYTES, size - position))
             at = 0
             while at + _HEADER_PEEK_BYTES <= len(peek):
                 entry_offset, entry_size = _OFFSET_SIZE.unpack_from(peek, at)
+                is_v2 = peek[at + 16] == MAGIC_V2
+                last_offset = entry_offset
+                if is_v2:
+                    (delta,) = _LAST_OFFSET_DELTA.unpack_from(peek, at + _V2_LAST_OFFSET_DELTA_AT)
+                    last_offset = entry_offset + delta
+                if check is not None:
+                    if not self._entry_holds(check, last_offset if entry_size > 0 else None):
+                        raise _EntryRefused
+                    check = None
                 if entry_size <= 0:
                     raise CorruptRecordError(
                         f"entry size {entry_size}", position=position + at, path=str(self.log_path)
                     )
-                last_offset = entry_offset
-                if peek[at + 16] == MAGIC_V2:
-                    (delta,) = _LAST_OFFSET_DELTA.unpack_from(peek, at + _V2_LAST_OFFSET_DELTA_AT)
-                    last_offset = entry_offset + delta
+                if is_v2 and entry_offset < self.base_offset:
+                    # A damaged base offset (outside the CRC) must not make the lookup
+                    # skip the batch silently.
+                    raise CorruptRecordError(
+                        f"batch base offset {entry_offset} is below the segment's base "
+                        f"offset {self.base_offset}",
+                        position=position + at,
+                        path=str(self.log_path),
+                    )
                 total = LOG_OVERHEAD + entry_size
                 if last_offset >= offset:
                     return BatchLocation(position + at, total, last_offset, entry_offset)
                 at += total
+            if check is not None:  # no whole header at the entry's position
+                self._entry_holds(check, None)
+                raise _EntryRefused
             if at == 0:
                 return None  # a torn tail shorter than a batch header holds no offset
             position += at
@@ -430,7 +505,8 @@ class LogSegment:
 
     def next_offset(self) -> int:
         """Offset after the last batch (the base offset when empty)."""
-        _, position = self.offset_index.last_entry()
+        entry_offset, _ = self.offset_index.last_entry()
+        position = self.index_position(entry_offset)
         last = None
         for batch in self.iter_batches(position, self.size):
             last = batch
@@ -440,8 +516,10 @@ class LogSegment:
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> TimestampMatch | None:
         """First record with timestamp >= ``timestamp`` and offset >= ``start_offset`` (§15.2)."""
-        _, indexed_offset = self.time_index.lookup(timestamp)
-        _, position = self.offset_index.lookup(max(indexed_offset, start_offset))
+        indexed_timestamp, indexed_offset = self.time_index.lookup(timestamp)
+        if not self._time_entry_holds(indexed_timestamp, indexed_offset):
+            indexed_offset = self.base_offset  # a damaged entry: scan the whole segment
+        position = self.index_position(max(indexed_offset, start_offset))
         for batch in self.iter_batches(position, self.size):
             if batch.max_timestamp < timestamp or batch.last_offset < start_offset:
                 continue
@@ -456,7 +534,7 @@ class LogSegment:
         max_timestamp = self.max_timestamp_so_far
         if max_timestamp < 0:
             return None
-        _, position = self.offset_index.lookup(self.shallow_offset_of_max_timestamp)
+        position = self.index_position(self.shallow_offset_of_max_timestamp)
         for batch in self.iter_batches(position, self.size):
             if batch.max_timestamp != max_timestamp:
                 continue
@@ -568,10 +646,31 @@ class LogSegment:
         self._reload_max_timestamp()
         return removed
 
+    def _time_entry_holds(self, timestamp: int, offset: int) -> bool:
+        """Whether the time entry ``(timestamp, offset)`` may be used: the v2 batch holding
+        ``offset`` has max timestamp ``timestamp`` (no entry, ``timestamp`` -1, always holds;
+        legacy entries are not checked). Counts a refused entry."""
+        if timestamp == NO_TIMESTAMP:
+            return True
+        location = self.translate_offset(offset)
+        if location is not None:
+            want = _V2_MAX_TIMESTAMP_AT + 8
+            header = self.read_at(location.position, want).ljust(want)
+            if header[16] != MAGIC_V2:
+                return True
+            (max_timestamp,) = _INT64.unpack_from(header, _V2_MAX_TIMESTAMP_AT)
+            if location.first_offset <= offset and max_timestamp == timestamp:
+                return True
+        self.refused_index_entries += 1
+        return False
+
     def _reload_max_timestamp(self) -> None:
-        """Recompute the running max from the time index's last entry and the bytes after it."""
+        """Recompute the running max from the time index's last entry (once it holds, else
+        from the start) and the batches after it."""
         timestamp, offset = self.time_index.last_entry()
-        _, position = self.offset_index.lookup(offset)
+        if not self._time_entry_holds(timestamp, offset):
+            timestamp, offset = NO_TIMESTAMP, self.base_offset
+        position = self.index_position(offset)
         for batch in self.iter_batches(position, self.size):
             if batch.max_timestamp > timestamp:
                 timestamp = batch.max_timestamp
@@ -640,18 +739,23 @@ class LogSegment:
         if not self.writable:
             raise UnreadableFileError("segment is open read-only", path=str(self.log_path))
         old_txn = self._path(TXN_INDEX_SUFFIX)
-        self.file_suffix = new_suffix
-        new_log = self._path(LOG_SUFFIX)
-        reached("rename", new_log)
-        os.replace(self.log_path, new_log)
+        new_log = segment_path(self.directory, self.base_offset, LOG_SUFFIX + new_suffix)
+        if new_log != self.log_path:
+            reached("rename", new_log)
+            os.replace(self.log_path, new_log)
+        # From here the segment is under its new name (``file_suffix`` says so once the .log
+        # is renamed; a later failure leaves index files behind, each with the name it has).
         self.log_path = new_log
-        reached("rename", self._path(INDEX_SUFFIX))
-        self.offset_index.rename_to(self._path(INDEX_SUFFIX))
-        reached("rename", self._path(TIME_INDEX_SUFFIX))
-        self.time_index.rename_to(self._path(TIME_INDEX_SUFFIX))
-        if old_txn.exists():
-            reached("rename", self._path(TXN_INDEX_SUFFIX))
-            os.replace(old_txn, self._path(TXN_INDEX_SUFFIX))
+        self.file_suffix = new_suffix
+        for index in (self.offset_index, self.time_index):
+            target = self._path(INDEX_SUFFIX if index is self.offset_index else TIME_INDEX_SUFFIX)
+            if index.path != target:
+                reached("rename", target)
+                index.rename_to(target)
+        new_txn = self._path(TXN_INDEX_SUFFIX)
+        if old_txn != new_txn and old_txn.exists():
+            reached("rename", new_txn)
+            os.replace(old_txn, new_txn)
 
     def delete_files(self) -> None:
         """Close and unlink every file of the segment."""
