@@ -1,4 +1,5 @@
-"""``seglog demo`` (the main job behind ``make run``) writes a real, Kafka-readable log."""
+"""``seglog demo --no-spark`` (the main job, without its Spark step): its files are real Kafka
+logs (kafka-python decodes them) and its summary says what the files hold."""
 
 from __future__ import annotations
 
@@ -6,60 +7,161 @@ import itertools
 import json
 import struct
 from pathlib import Path
+from typing import Any
 
 import pytest
+from kafka.partitioner.default import murmur2
 from kafka.record import MemoryRecords
 
 from seglog.cli.main import main
 
+SMALL = ["--updates", "4000", "--events", "3000", "--tickers", "40", "--no-spark", "--json"]
 
-def test_demo_writes_a_log_kafka_python_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    assert main(["demo", "--data-dir", str(tmp_path), "--updates", "3000", "--json"]) == 0
-    summary = json.loads(capsys.readouterr().out)
-    log = tmp_path / "stock-prices-0" / "00000000000000000000.log"
-    assert summary["records"] == 3000
-    assert summary["offsets_strictly_increasing"] is True
-    assert set(summary["per_codec"]) == {"none", "gzip", "snappy", "lz4", "zstd"}
 
-    # The peer decodes every record we wrote, with the key each value names.
-    records = MemoryRecords(log.read_bytes())
-    seen = 0
-    latest: dict[str, float] = {}
-    while records.has_next():
-        batch = records.next_batch()
-        for record in batch:
+def run_demo(data: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> dict[str, Any]:
+    assert main(["demo", "--data-dir", str(data), *SMALL, *extra]) == 0
+    summary: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return summary
+
+
+def peer_records(partition_dir: Path) -> list[Any]:
+    """Every record of a partition's segments, decoded by kafka-python (no seglog reader)."""
+    records = []
+    for log in sorted(partition_dir.glob("*.log")):
+        batches = MemoryRecords(log.read_bytes())
+        while batches.has_next():
+            batch = batches.next_batch()
+            records += list(batch)
+    return records
+
+
+def test_demo_without_spark_matches_its_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    data = tmp_path / "data"
+    summary = run_demo(data, capsys)
+    assert summary["ok"] is True
+    assert summary["spark"] == {"skipped": "--no-spark was given"}
+    assert summary["second_clean"]["runner"] == "in-process cleaner"
+    delisted = set(summary["workload"]["delisted"])
+    latest = summary["latest_prices"]
+    assert len(latest) == summary["listed_tickers"] == 40 - len(delisted)
+
+    # stock-prices: after two cleaning rounds, one record per listed ticker, each the feed's
+    # last price, in the partition Kafka's partitioner picks; the tombstones are gone.
+    seen: dict[str, float] = {}
+    for partition in range(3):
+        for record in peer_records(data / f"stock-prices-{partition}"):
+            ticker = record.key.decode()
+            assert (murmur2(record.key) & 0x7FFFFFFF) % 3 == partition
+            assert record.value is not None, f"tombstone of {ticker} survived round 2"
             value = json.loads(record.value)
-            assert record.key.decode() == value["ticker"]
-            assert record.offset == value["seq"] == seen
-            latest[value["ticker"]] = value["price"]
-            seen += 1
-    assert seen == 3000
-    assert summary["latest_prices"] == dict(sorted(latest.items()))
-    assert summary["distinct_keys"] == len(latest)
+            assert value["ticker"] == ticker and ticker not in seen
+            seen[ticker] = value["price"]
+    assert seen == latest
+    assert not delisted & set(seen)
+    prices = summary["topics"]["stock-prices"]
+    assert prices["after"]["records"] == prices["after"]["distinct_keys"] == len(latest)
+    assert prices["before"]["tombstones"] == len(delisted)
+    assert prices["after"]["size_bytes"] < prices["before"]["size_bytes"] / 10
+    assert summary["clean"]["dirty_ratio_before"] == 1.0
+    assert summary["clean"]["messages_read"] == prices["before"]["records"]
+    assert summary["clean"]["size_after_bytes"] < summary["clean"]["size_before_bytes"]
+    # The README tour dumps this file: cleaning keeps the first group's base offset.
+    assert (data / "stock-prices-0" / "00000000000000000000.log").is_file()
+
+    # page-events: retention deleted the backfill's oldest segments, as the summary says.
+    retention = summary["retention"]
+    assert retention["deleted_segments"] > 0
+    events = summary["topics"]["page-events"]
+    for deletion in retention["deletions"]:
+        assert deletion["topic"] == "page-events"
+        assert deletion["rule"] in ("retention.ms", "retention.bytes")
+        name = f"{deletion['base_offset']:020d}.log"
+        assert not (data / f"page-events-{deletion['partition']}" / name).exists()
+    kept = sum(len(peer_records(data / f"page-events-{p}")) for p in range(2))
+    assert kept == events["after"]["records"] < events["before"]["records"] == 3000
+
+    # The compacted copy was published and read.
+    copy = summary["compacted_copy"]
+    assert all(h >= 0 for h in copy["horizons"].values())
+    assert sum(r["records"] for r in copy["read_compacted"].values()) == copy["records_kept"]
+    assert summary["verify"]["ok"] is True
+    assert set(summary["verify"]["topics"]) == {"stock-prices", "page-events"}
+
+
+def test_demo_runs_twice_and_leaves_other_topics_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    data = tmp_path / "data"
+    first = run_demo(data, capsys)
+    assert first["replaced_topics"] == []
+    assert main(["--data-dir", str(data), "topics", "create", "mine", "--partitions", "1"]) == 0
+    capsys.readouterr()
+    second = run_demo(data, capsys, "--seed", "7")
+    assert second["replaced_topics"] == ["stock-prices", "page-events"]
+    assert second["ok"] is True
+    assert (data / "mine-0").is_dir()
+    assert not list(data.glob("*-delete"))  # the old topics' directories are gone
+    assert second["topics"]["stock-prices"]["before"]["records"] == 3200 + len(
+        second["workload"]["delisted"]
+    )
+
+
+def test_demo_text_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    args = ["demo", "--data-dir", str(tmp_path / "d"), "--updates", "2000", "--events", "900"]
+    assert main([*args, "--tickers", "25", "--no-spark"]) == 0
+    out = capsys.readouterr().out
+    assert "spark     skipped: --no-spark was given" in out
+    assert "retention deleted" in out and "verify    stock-prices OK" in out
+    assert "Next:" in out
 
 
 def test_demo_indexes_point_at_batch_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
-    """Independent check (no seglog reader): entries increase and name a batch's last offset."""
-    assert main(["demo", "--data-dir", str(tmp_path), "--updates", "4000"]) == 0
-    assert "seglog demo: wrote 4000 price updates" in capsys.readouterr().out
-    part = tmp_path / "stock-prices-0"
-    log = (part / "00000000000000000000.log").read_bytes()
-    index = (part / "00000000000000000000.index").read_bytes()
-    timeindex = (part / "00000000000000000000.timeindex").read_bytes()
-    starts = {}
-    position = 0
-    while position < len(log):
-        base_offset, length = struct.unpack_from(">qi", log, position)
-        (last_delta,) = struct.unpack_from(">i", log, position + 23)
-        starts[position] = base_offset + last_delta
-        position += 12 + length
-    assert position == len(log)
-    entries = list(struct.iter_unpack(">ii", index))
-    assert entries, "a 4000-record segment spans many index intervals"
-    assert all(a[0] < b[0] and a[1] < b[1] for a, b in itertools.pairwise(entries))
-    for relative_offset, batch_position in entries:
-        assert starts[batch_position] == relative_offset
-    times = list(struct.iter_unpack(">qi", timeindex))
-    assert all(a[0] < b[0] for a, b in itertools.pairwise(times))
-    last_offsets = set(starts.values())
-    assert all(offset in last_offsets for _, offset in times)
+    """Independent check (no seglog reader) of a closed segment the engine wrote: index
+    entries increase and name the last offset of the batch at their position."""
+    run_demo(tmp_path, capsys)
+    part = tmp_path / "page-events-0"
+    checked = 0
+    for log_path in sorted(part.glob("*.log"))[:-1]:  # closed segments
+        base = int(log_path.stem)
+        log = log_path.read_bytes()
+        index = log_path.with_suffix(".index").read_bytes()
+        timeindex = log_path.with_suffix(".timeindex").read_bytes()
+        starts = {}
+        position = 0
+        while position < len(log):
+            base_offset, length = struct.unpack_from(">qi", log, position)
+            (last_delta,) = struct.unpack_from(">i", log, position + 23)
+            starts[position] = base_offset + last_delta
+            position += 12 + length
+        assert position == len(log)
+        entries = list(struct.iter_unpack(">ii", index))
+        assert all(a[0] < b[0] and a[1] < b[1] for a, b in itertools.pairwise(entries))
+        for relative_offset, batch_position in entries:
+            assert starts[batch_position] == base + relative_offset
+        times = list(struct.iter_unpack(">qi", timeindex))
+        assert times, "a closed segment has its roll entry"
+        assert all(a[0] < b[0] for a, b in itertools.pairwise(times))
+        last_offsets = set(starts.values())
+        assert all(base + offset in last_offsets for _, offset in times)
+        checked += len(entries)
+    assert checked, "64 KiB segments span several 4 KiB index intervals"
+
+
+def test_demo_refuses_too_many_tickers(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    args = ["demo", "--data-dir", str(tmp_path), "--tickers", "999999", "--no-spark"]
+    assert main(args) == 1
+    assert "--tickers 999999: at most" in capsys.readouterr().err
+    assert not (tmp_path / "stock-prices-0").exists()
+
+
+def test_demo_without_java_says_what_to_install(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+):
+    """Spark's prerequisites are checked before any work: no Java -> what to install, and
+    ``--no-spark`` offered."""
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert main(["demo", "--data-dir", str(tmp_path / "data")]) == 1
+    err = capsys.readouterr().err
+    assert "Java" in err and "install" in err and "seglog demo --no-spark" in err
+    assert not (tmp_path / "data").exists()
