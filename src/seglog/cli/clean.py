@@ -157,6 +157,9 @@ def register(subparsers: Subparsers) -> None:
         "status",
         parents=[parent],
         help="per compacted partition: state, dirty ratio, checkpoint, uncleanable reason",
+        description="Per compacted partition: cleaning state, dirty ratio, "
+        "cleaner-offset-checkpoint entry, first dirty and first uncleanable offsets, log "
+        "start and end offsets, and why it is uncleanable. Read-only.",
     )
     status.add_argument(
         "--topic", type=topic_name, metavar="TOPIC", help="only the partitions of this topic"

@@ -158,7 +158,10 @@ def broker_properties(args: argparse.Namespace) -> dict[str, str]:
         where = "no log directory given"
         if config_path is not None:
             where = f"{config_path} sets neither log.dirs nor log.dir"
-        raise InvalidConfigError(f"{where}: give --data-dir DIR (or --config server.properties)")
+        raise InvalidConfigError(
+            f"{where}: give --data-dir DIR (or --config server.properties), e.g. "
+            "'seglog --data-dir DIR topics list'"
+        )
     return properties
 
 
@@ -205,7 +208,8 @@ def _check_roots(broker: BrokerConfig, *, must_exist: bool, read_only: bool) -> 
         if not path.is_dir():
             if must_exist:
                 raise InvalidConfigError(
-                    f"log directory {root} does not exist (only 'topics create' makes one)"
+                    f"log directory {root} does not exist: check the --data-dir path (only "
+                    "'topics create' makes a new log directory)"
                 )
             continue
         # The mode bits, not access(): root may write anywhere, and a directory someone made

@@ -43,6 +43,8 @@ def register(subparsers: Subparsers) -> None:
         "describe",
         parents=[command_options_parent()],
         help="print every log directory and its partitions as JSON",
+        description="Every log directory and its partitions (size, offset lag) as JSON, like "
+        "kafka-log-dirs.sh --describe.",
     )
     describe.add_argument(
         "--topic-list",

@@ -45,7 +45,7 @@ from seglog.cli import (
     verify,
 )
 from seglog.cli.common import add_global_options
-from seglog.errors import SeglogError
+from seglog.errors import SeglogError, UnknownTopicError
 
 PROG = "seglog"
 EXIT_OK = 0
@@ -108,6 +108,16 @@ def error_message(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
+def hint(exc: BaseException) -> str:
+    """What to do about ``exc``, appended to its message, or "" when the message says it."""
+    if isinstance(exc, UnknownTopicError) and str(exc).endswith("does not exist"):
+        return (
+            "; 'seglog topics list' shows the topics of the data dirs, "
+            "'seglog topics create NAME --partitions N' creates one"
+        )
+    return ""
+
+
 def print_error(message: str) -> None:
     """Write ``seglog: error: <message>`` to stderr."""
     print(f"{PROG}: error: {message}", file=sys.stderr)
@@ -142,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _silence_stdout()
         return EXIT_FAILURE
     except (SeglogError, OSError) as exc:
-        print_error(error_message(exc))
+        print_error(error_message(exc) + hint(exc))
         return EXIT_FAILURE
     except KeyboardInterrupt:
         return 130

@@ -70,7 +70,14 @@ def register(subparsers: Subparsers) -> None:
     actions = parser.add_subparsers(title="actions", metavar="ACTION")
     parent = command_options_parent()
 
-    create = actions.add_parser("create", parents=[parent], help="create a topic")
+    create = actions.add_parser(
+        "create",
+        parents=[parent],
+        help="create a topic",
+        description="Create a topic with N partitions (Kafka's topic-name rules); the data "
+        "dirs are created if missing. --config takes Kafka's topic config names "
+        "(README: Configuration reference).",
+    )
     create.add_argument("name", metavar="NAME", help="topic name")
     create.add_argument(
         "--partitions", type=positive_int, required=True, metavar="N", help="partition count"
@@ -86,18 +93,33 @@ def register(subparsers: Subparsers) -> None:
     )
     create.set_defaults(handler=run_create)
 
-    listing = actions.add_parser("list", parents=[parent], help="list topics")
+    listing = actions.add_parser(
+        "list",
+        parents=[parent],
+        help="list topics",
+        description="The topics of the data dirs: name, partitions and bytes on disk.",
+    )
     listing.add_argument("--json", action="store_true", help="one JSON object instead of a table")
     listing.set_defaults(handler=run_list)
 
     describe = actions.add_parser(
-        "describe", parents=[parent], help="partitions, segments, offsets and configs of a topic"
+        "describe",
+        parents=[parent],
+        help="partitions, segments, offsets and configs of a topic",
+        description="A topic's config overrides (Kafka's 'Topic: ... Configs: ...' line), its "
+        "partitions (offsets, recovery point, size, directory) and segments.",
     )
     describe.add_argument("name", metavar="NAME", help="topic name")
     describe.add_argument("--json", action="store_true", help="one JSON object instead of tables")
     describe.set_defaults(handler=run_describe)
 
-    alter = actions.add_parser("alter", parents=[parent], help="set or remove config overrides")
+    alter = actions.add_parser(
+        "alter",
+        parents=[parent],
+        help="set or remove config overrides",
+        description="Set (--config KEY=VALUE) and remove (--delete-config KEY) a topic's "
+        "config overrides; its logs use them at once.",
+    )
     alter.add_argument("name", metavar="NAME", help="topic name")
     alter.add_argument(
         "--config",
@@ -118,7 +140,13 @@ def register(subparsers: Subparsers) -> None:
     )
     alter.set_defaults(handler=run_alter)
 
-    delete = actions.add_parser("delete", parents=[parent], help="delete a topic")
+    delete = actions.add_parser(
+        "delete",
+        parents=[parent],
+        help="delete a topic",
+        description="Delete a topic: its partition directories are renamed to Kafka's "
+        "'-delete' form, then removed after file.delete.delay.ms.",
+    )
     delete.add_argument("name", metavar="NAME", help="topic name")
     delete.set_defaults(handler=run_delete)
 

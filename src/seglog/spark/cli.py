@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -86,9 +87,14 @@ def register(subparsers: Any) -> None:
         ),
     )
     common(export)
-    export.add_argument("topic", metavar="TOPIC")
+    export.add_argument("topic", metavar="TOPIC", help="the topic to export")
     export.add_argument("--to", required=True, metavar="PATH", help="the Parquet directory")
-    export.add_argument("--mode", choices=("table", "changelog"), default="table")
+    export.add_argument(
+        "--mode",
+        choices=("table", "changelog"),
+        default="table",
+        help="table: the latest value per key (default); changelog: every record",
+    )
     export.set_defaults(handler=_run_export)
 
     stats = commands.add_parser(
@@ -118,7 +124,13 @@ def _broker(args: argparse.Namespace) -> Any:
     config = getattr(args, "server_config", None)
     if not data_dirs and config is None:
         raise SparkOptionError("give the log directories with --data-dir DIR (or --config FILE)")
-    return broker_config_of(data_dirs, config)
+    broker = broker_config_of(data_dirs, config)
+    for root in broker.log_dirs:  # before Spark starts (tens of seconds), not after
+        if not os.path.isdir(root):
+            raise SparkOptionError(
+                f"log directory {root} does not exist: check the --data-dir path"
+            )
+    return broker
 
 
 def _session(args: argparse.Namespace) -> Any:
