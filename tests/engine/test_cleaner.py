@@ -471,3 +471,22 @@ def test_an_io_failure_marks_the_partition_for_a_retry_after_the_backoff(
     clock.advance(10 * backoff)
     manager.cleaner_manager.maintain_uncleanable(retry_io_failures=True)
     assert not manager.cleaner_manager.uncleanable()[tp].is_transient
+
+
+def test_rebuilding_a_well_compressed_batch_whole_fits_the_output_buffer(
+    manager: LogManager, clock: ManualClock
+) -> None:
+    """A compressed batch rebuilt with every record kept (a kept tombstone gets its delete
+    horizon stamped) is written uncompressed before it is compressed again: the output
+    buffer must hold the decompressed records, far more than the chunk's bytes (a bug found
+    by the demo: the kernel overran the buffer)."""
+    log = compacted(manager)
+    pairs: list[Pair] = [(b"key-%05d" % i, b"v" * 200) for i in range(3000)]
+    pairs[1500] = (b"key-01500", None)
+    produce(log, clock, pairs, per_batch=3000, compression=CompressionType.LZ4)
+    log.roll()
+    before = contents(log)
+    (result,) = manager.clean_once()
+    assert result.error is None and result.stats is not None
+    assert contents(log) == before  # every key is unique: all kept, the tombstone too
+    assert batches_of(log)[0][2] & 0x40  # the horizon is stamped

@@ -810,7 +810,11 @@ class Cleaner:
             new_base[plain] = columns.timestamp[first_kept[plain]]
             new_base[set_horizon] = horizon_ms
         src = self._buffer
-        out_need = consumed + 10 * rows + BATCH_HEADER_BYTES
+        # Worst case: every batch copied or rebuilt with all its records, a rebuilt record
+        # growing by up to 10 bytes; a rebuilt compressed batch is written *uncompressed*
+        # first (compressed afterwards), so its decompressed section counts, not its bytes.
+        # (``data`` is the chunk itself when nothing was decompressed: counted twice then.)
+        out_need = consumed + len(columns.data) + 10 * rows + BATCH_HEADER_BYTES * (batch_count + 1)
         if len(self._out) < out_need:
             self._out = np.empty(max(out_need, len(self._out) * 2), dtype=np.uint8)
         out = self._out
