@@ -372,7 +372,7 @@ def iter_compacted_records(
     records up to its horizon, then the log's records after it (module docstring)."""
     end = log.log_end_offset if end_offset is None else min(end_offset, log.log_end_offset)
     store = copy_store(log)
-    opened = _open_published(store, log)
+    opened = open_published(store, log)
     if opened is None:
         yield from log.iter_records(max(offset, log.log_start_offset), end)
         return
@@ -410,7 +410,7 @@ def iter_compacted_records(
         yield from log.iter_records(tail_start, end)
 
 
-def _open_published(
+def open_published(
     store: CompactedCopyStore, log: Log
 ) -> tuple[Publication, list[LogSegment]] | None:
     """The publication and its segments, opened (their files stay readable even if a newer

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from seglog.clock import Clock, SystemClock
 from seglog.config import BrokerConfig, LogConfig
-from seglog.engine.compactor import _open_published, copy_store
+from seglog.engine.compactor import open_published, copy_store
 from seglog.engine.log import Log
 from seglog.errors import CorruptCheckpointError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition, partition_dir_name
@@ -95,7 +95,7 @@ class PartitionView:
         self.horizon = -1
         self._copy: list[LogSegment] = []
         if read_compacted:
-            opened = _open_published(copy_store(log), log)
+            opened = open_published(copy_store(log), log)
             if opened is not None:
                 publication, self._copy = opened
                 self.horizon = publication.horizon
