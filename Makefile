@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 EXTRAS ?= spark,test,dev
 DATA_DIR ?= data
 
-.PHONY: install run test check bench clean
+.PHONY: install run test check bench reliability clean
 
 install: $(STAMP)
 	@sh scripts/ensure-chromium.sh
@@ -36,5 +36,21 @@ check: install
 bench: install
 	$(PY) -m bench.run_all
 
+# The long reliability run (RELIABILITY.md): crash, corruption, disk-full, concurrency and
+# fuzz tests with scaled-up trial counts, then atheris on every parser for ATHERIS_SECONDS.
+RELIABILITY_REPORT ?= reliability-report.jsonl
+ATHERIS_SECONDS ?= 60
+reliability: install
+	$(PY) -m pip install --quiet -e ".[$(EXTRAS),reliability]"
+	rm -f $(RELIABILITY_REPORT)
+	SEGLOG_RELIABILITY=long SEGLOG_RELIABILITY_REPORT=$(abspath $(RELIABILITY_REPORT)) \
+	SEGLOG_CRASH_TRIALS=20000 SEGLOG_CRASH_BUDGET_S=300 SEGLOG_FUZZ_EXAMPLES=600 \
+	SEGLOG_DISK_FULL_POINTS=96 \
+	$(PY) -m pytest -q -p no:cacheprovider tests/crash tests/fuzz tests/unit/test_security.py \
+		tests/engine/test_cleaner_concurrency.py tests/engine/test_log_concurrency.py
+	$(PY) tests/fuzz/atheris_targets.py --seconds $(ATHERIS_SECONDS) --workdir .atheris \
+		--report $(abspath $(RELIABILITY_REPORT))
+
 clean:
-	rm -rf $(VENV) $(DATA_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) $(DATA_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis .atheris \
+		reliability-report.jsonl

@@ -582,12 +582,18 @@ class Log:
                         record.headers,
                     )
             ending = reader.end
+            fetched_to = fetched.position + len(fetched.data)
             if ending is not None and (
                 ending.kind is EndKind.CORRUPT
-                or (not advanced and ending.kind is EndKind.TORN_TAIL)
+                or (
+                    ending.kind is EndKind.TORN_TAIL
+                    and (not advanced or fetched_to >= segment.size)
+                )
             ):
                 # Damage inside the log (a closed segment's middle, or a batch cut short) is
-                # never skipped: stopping here would return a silently shortened log.
+                # never skipped: stopping here would return a silently shortened log. A torn
+                # batch at the end of the readable bytes is damage too (appends only ever
+                # make whole batches readable), not a fetch cut by ``max_bytes``.
                 raise CorruptRecordError(
                     f"{ending.reason} (reading offset {position} of {self.topic_partition})",
                     position=ending.position,
