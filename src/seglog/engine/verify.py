@@ -78,7 +78,7 @@ from seglog.errors import CorruptRecordError, SeglogError
 from seglog.format.batch import DELETE_HORIZON_FLAG_MASK, LOG_OVERHEAD, MAGIC_V2
 from seglog.format.columnar import BatchColumns, RecordColumns, scan_columns
 from seglog.format.crc import crc32_ieee, crc32c
-from seglog.format.names import LOG_SUFFIX
+from seglog.format.names import LOG_SUFFIX, TIME_INDEX_SUFFIX
 from seglog.format.reader import EndKind, ReadEnd
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.index_file import OffsetIndexFile, TimeIndexFile
@@ -552,7 +552,7 @@ class _Verifier:
         for text in report.rebuilt_indexes:
             name, _, reason = text.partition(": ")
             self.problems.add(
-                KIND_INDEX_ENTRY,
+                KIND_TIME_INDEX_ENTRY if name.endswith(TIME_INDEX_SUFFIX) else KIND_INDEX_ENTRY,
                 log.directory / name,
                 None,
                 None,

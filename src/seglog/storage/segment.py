@@ -56,6 +56,7 @@ from seglog.errors import (
     UnreadableFileError,
 )
 from seglog.format.batch import LOG_OVERHEAD, MAGIC_V2
+from seglog.format.crc import crc32c
 from seglog.format.names import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
@@ -79,6 +80,9 @@ _OFFSET_SIZE = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _V2_LAST_OFFSET_DELTA_AT = 23
 _HEADER_PEEK_BYTES = 27
+_V2_CRC_AT = 17  # the CRC field of a v2 batch
+_V2_CRC_END = 21  # the CRC covers the batch from here to its end
+_CRC = struct.Struct(">I")
 _V2_MAX_TIMESTAMP_AT = 35
 _INT64 = struct.Struct(">q")
 
@@ -418,6 +422,23 @@ class LogSegment:
         self.refused_index_entries += 1
         return False
 
+    def _is_whole_batch(
+        self, peek: bytes, at: int, position: int, entry_size: int, is_v2: bool
+    ) -> bool:
+        """Whether a batch really starts at ``position`` (an index entry's): it fits in the
+        segment and, for v2, its CRC holds. A damaged position that lands inside a batch
+        would otherwise be walked as if it were a header (and could skip records)."""
+        total = LOG_OVERHEAD + entry_size
+        if entry_size <= 0 or position + total > self.size:
+            return False
+        if not is_v2:
+            return True
+        data = peek[at : at + total] if at + total <= len(peek) else self.read_at(position, total)
+        if len(data) < total or total < _V2_CRC_END:
+            return False
+        (stored,) = _CRC.unpack_from(data, _V2_CRC_AT)
+        return bool(crc32c(memoryview(data)[_V2_CRC_END:]) == stored)
+
     def index_position(self, offset: int) -> int:
         """Where a scan for ``offset`` may start: the offset index entry's position once the
         batch there is checked (see the module docstring), else 0."""
@@ -454,7 +475,8 @@ class LogSegment:
                     (delta,) = _LAST_OFFSET_DELTA.unpack_from(peek, at + _V2_LAST_OFFSET_DELTA_AT)
                     last_offset = entry_offset + delta
                 if check is not None:
-                    if not self._entry_holds(check, last_offset if entry_size > 0 else None):
+                    real = self._is_whole_batch(peek, at, position + at, entry_size, is_v2)
+                    if not self._entry_holds(check, last_offset if real else None):
                         raise _EntryRefused
                     check = None
                 if entry_size <= 0:
