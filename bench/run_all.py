@@ -25,6 +25,7 @@ from bench import (
     bench_compacted,
     bench_format,
     bench_hash,
+    bench_spark_compaction,
     bench_spark_source,
     bench_storage,
 )
@@ -36,6 +37,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "compacted": bench_compacted.main,
     "hash": bench_hash.main,
     "spark_source": bench_spark_source.main,
+    "spark_compaction": bench_spark_compaction.main,
 }
 
 
