@@ -86,3 +86,22 @@ def test_spark_export_and_stats(
     ]
     status, out = run(capsys, "--data-dir", str(data_dir), "spark", "stats", "--topic", "users")
     assert status == 0 and "users" in out
+
+
+def test_spark_commands_draw_a_progress_bar_only_when_asked(
+    spark: Any,
+    data_dir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    target = tmp_path / "users.parquet"
+    argv = ["--data-dir", str(data_dir), "spark", "export", "users", "--to", str(target)]
+    assert main(argv) == 0
+    quiet = capsys.readouterr()
+    assert "tasks" not in quiet.err  # not a terminal: no bar
+    monkeypatch.setenv("SEGLOG_PROGRESS", "always")
+    assert main(argv) == 0
+    drawn = capsys.readouterr()
+    assert "exporting users" in drawn.err and "tasks" in drawn.err
+    assert "exported" in drawn.out and "tasks" not in drawn.out  # the bar stays on stderr

@@ -29,6 +29,7 @@ from typing import Any
 
 from seglog.errors import SparkOptionError
 from seglog.spark.options import broker_config_of
+from seglog.spark.progress import spark_progress
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -144,7 +145,8 @@ def _run_compact(args: argparse.Namespace) -> int:
 
     broker = _broker(args)
     spark = _session(args)
-    results = compact(spark, broker, topic=args.topic, shard_keys=not args.no_shard_keys)
+    with spark_progress(spark, "cleaning", json_output=args.json):
+        results = compact(spark, broker, topic=args.topic, shard_keys=not args.no_shard_keys)
     if args.json:
         print(json.dumps({"results": [r.to_json() for r in results]}, indent=1))
     elif not results:
@@ -168,7 +170,8 @@ def _run_export(args: argparse.Namespace) -> int:
 
     broker = _broker(args)
     spark = _session(args)
-    rows = export_topic(spark, list(broker.log_dirs), args.topic, args.to, mode=args.mode)
+    with spark_progress(spark, f"exporting {args.topic}"):
+        rows = export_topic(spark, list(broker.log_dirs), args.topic, args.to, mode=args.mode)
     print(f"exported {rows:,} rows of {args.topic} ({args.mode}) to {args.to}")
     return EXIT_OK
 
@@ -178,7 +181,8 @@ def _run_stats(args: argparse.Namespace) -> int:
 
     broker = _broker(args)
     spark = _session(args)
-    rows = partition_stats(spark, list(broker.log_dirs), args.topic).collect()
+    with spark_progress(spark, "statistics", json_output=args.json):
+        rows = partition_stats(spark, list(broker.log_dirs), args.topic).collect()
     if args.json:
         print(json.dumps({"partitions": [row.asDict() for row in rows]}, indent=1, default=str))
     else:
