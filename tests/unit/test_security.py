@@ -123,15 +123,6 @@ def test_the_directory_lock_keeps_a_second_process_out(tmp_path: Path) -> None:
     assert (second.returncode, second.stdout.strip()) == (0, "opened"), second.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: LogDirectory.lock uses fcntl.lockf, a POSIX record lock, which is per process: "
-        "a second LogManager in the same process on the same directory gets the lock too "
-        "(Java's FileChannel.tryLock throws OverlappingFileLockException there), and closing "
-        "either one drops the lock of the other, letting a second process in."
-    ),
-)
 def test_the_directory_lock_keeps_a_second_manager_of_the_same_process_out(
     tmp_path: Path,
 ) -> None:

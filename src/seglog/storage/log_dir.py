@@ -24,6 +24,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,10 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 TOPICS_FILE = "seglog-topics.json"
 TOPICS_FILE_VERSION = 1
 TOPICS_FILE_MAX_BYTES = 64 * 1024 * 1024
+
+# Roots this process holds read-write (real paths), guarded by _HELD_LOCK: see LogDirectory.lock.
+_HELD_ROOTS: set[str] = set()
+_HELD_LOCK = threading.Lock()
 
 OFFSET_CHECKPOINTS = (
     RECOVERY_POINT_CHECKPOINT,
@@ -198,6 +203,7 @@ class LogDirectory:
         self.path = path
         self.writable = writable
         self._lock_fd: int | None = None
+        self._lock_key = ""
         self.problems: list[str] = []
 
     # --- lock -------------------------------------------------------------------------------
@@ -206,23 +212,39 @@ class LogDirectory:
         if not self.writable:
             return
         self.path.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            os.close(fd)
-            raise LogDirectoryLockedError(
-                f"log directory {self.path} is locked by another process (a seglog or Kafka "
-                f"broker already has it open): {exc.strerror}",
-                path=str(self.path / LOCK_FILE),
-            ) from exc
+        # A POSIX record lock belongs to the process: a second open in this process would get
+        # it too, and closing either would drop it for both. So this process also keeps a
+        # set of the roots it holds (Java's FileChannel.tryLock throws
+        # OverlappingFileLockException in that case).
+        key = os.path.realpath(self.path)
+        with _HELD_LOCK:
+            if key in _HELD_ROOTS:
+                raise LogDirectoryLockedError(
+                    f"log directory {self.path} is already open read-write in this process "
+                    "(close the other LogManager first)",
+                    path=str(self.path / LOCK_FILE),
+                )
+            fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                os.close(fd)
+                raise LogDirectoryLockedError(
+                    f"log directory {self.path} is locked by another process (a seglog or "
+                    f"Kafka broker already has it open): {exc.strerror}",
+                    path=str(self.path / LOCK_FILE),
+                ) from exc
+            _HELD_ROOTS.add(key)
         self._lock_fd = fd
+        self._lock_key = key
 
     def unlock(self) -> None:
         """Release the lock (closing the descriptor drops the record lock)."""
         if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+            with _HELD_LOCK:
+                os.close(self._lock_fd)
+                self._lock_fd = None
+                _HELD_ROOTS.discard(self._lock_key)
 
     # --- startup housekeeping ------------------------------------------------------------------
     def remove_stray_temp_files(self) -> list[str]:
