@@ -892,20 +892,18 @@ class LogManager:
                 raise first_error
 
     def abort(self) -> None:
-        """Give up without a clean shutdown: close files and release locks, but write no
-        checkpoint and no clean-shutdown marker (after an I/O error), so the next open recovers."""
+        """Give up without a clean shutdown: close files and release locks, writing nothing
+        at all (no checkpoint, no clean-shutdown marker, not even pending index entries), as a
+        process that died would, so the next open recovers (after an I/O error, or a
+        simulated crash)."""
         with self._lock:
             if self._closed:
                 return
             self.log_cleaner.stop()
             self.scheduler.shutdown()
             self._flush_executor.shutdown(wait=True)
-            for log in self._logs.values():
-                for segment in log.segments:
-                    segment.close()
-                log.release_retired_files()
             self._closed = True
-            self._release()
+            self._release()  # every descriptor closed without a write
 
     def _release(self) -> None:
         self._flush_executor.shutdown(wait=True)
