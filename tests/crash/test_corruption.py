@@ -255,9 +255,8 @@ def test_damaged_metadata_is_a_typed_error_or_a_documented_fallback(
         try:
             manager = open_log_dirs([work])
         except InvalidConfigError as exc:
-            # A flipped config key or value in seglog-topics.json: typed, but the message
-            # names the key, not the file (a known gap, see RELIABILITY.md).
-            assert name == "seglog-topics.json" and "topic config" in str(exc), exc
+            # A flipped config key or value in seglog-topics.json: typed, naming the file.
+            assert name == "seglog-topics.json" and "seglog-topics.json" in str(exc), exc
             outcomes["refused"] = outcomes.get("refused", 0) + 1
         except SeglogError as exc:
             # Refusing to open must name the damaged file.

@@ -85,6 +85,7 @@ from seglog.storage.log_dir import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
+    TOPICS_FILE,
     LogDirectory,
     TopicMetadata,
     TopicsFile,
@@ -416,7 +417,15 @@ class LogManager:
         """The effective config of a topic: its overrides over the broker defaults."""
         if overrides is None:
             meta = self._topics.topics.get(topic)
-            overrides = meta.configs if meta else {}
+            stored = meta.configs if meta else {}
+            try:
+                return LogConfig.from_overrides(stored, self.broker.log_defaults)
+            except InvalidConfigError as exc:
+                # Stored overrides were valid when written: the metadata file is damaged.
+                raise InvalidConfigError(
+                    f"the topic metadata ({TOPICS_FILE} in the log directories) holds a config "
+                    f"of topic {topic!r} that is not valid, so the file is damaged: {exc}"
+                ) from exc
         return LogConfig.from_overrides(overrides, self.broker.log_defaults)
 
     # --- topics ---------------------------------------------------------------------------------
