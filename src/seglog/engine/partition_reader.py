@@ -22,7 +22,7 @@ from pathlib import Path
 
 from seglog.clock import Clock, SystemClock
 from seglog.config import BrokerConfig, LogConfig
-from seglog.engine.compactor import open_published, copy_store
+from seglog.engine.compactor import copy_store, open_published
 from seglog.engine.log import Log
 from seglog.errors import CorruptCheckpointError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition, partition_dir_name
