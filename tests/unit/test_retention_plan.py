@@ -10,7 +10,10 @@ from seglog.core.retention import (
     RetentionRule,
     RetentionSettings,
     SegmentFacts,
+    human_bytes,
+    human_duration,
     plan_retention,
+    utc_time,
 )
 
 NOW = 1_700_000_000_000
@@ -89,6 +92,30 @@ def test_time_rule_uses_the_largest_timestamp() -> None:
     assert result.new_log_start_offset == 20
     exactly = plan(segs((0, 1, NOW - 7 * DAY), (10, 1, NOW)), week)
     assert exactly.is_empty  # "more than" retention.ms
+
+
+def test_reasons_give_exact_figures_and_readable_ones() -> None:
+    """A reason keeps the exact numbers (scripts parse them) and adds what a person reads."""
+    by_time = plan(LOG, RetentionSettings(7 * DAY, -1, True)).deletions[0].reason
+    assert by_time == (
+        f"largest timestamp {NOW - 9 * DAY} (2023-11-05 22:13:20 UTC) is {9 * DAY} ms "
+        f"(9.0 days) old, over retention.ms {7 * DAY} (7.0 days)"
+    )
+    by_size = plan(LOG, RetentionSettings(-1, 2000, True)).deletions[0].reason
+    assert by_size == "log of 3500 bytes (3.4 KiB) is over retention.bytes 2000 (2.0 KiB)"
+
+
+def test_human_forms() -> None:
+    assert human_duration(250) == "250 ms"
+    assert human_duration(1_500) == "1.5 s"
+    assert human_duration(90 * 60_000) == "1.5 h"
+    assert human_duration(2 * DAY) == "2.0 days"
+    assert human_bytes(0) == "0 B" and human_bytes(1023) == "1023 B"
+    assert human_bytes(393_216) == "384.0 KiB"
+    assert human_bytes(3 * 1024**3) == "3.0 GiB"
+    assert human_bytes(2 * 1024**5) == "2048.0 TiB"
+    assert utc_time(0) == "1970-01-01 00:00:00 UTC"
+    assert utc_time(2**63 - 1) == f"{2**63 - 1} ms since the epoch"
 
 
 def test_rules_run_in_kafkas_order_each_on_what_is_left() -> None:

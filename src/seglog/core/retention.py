@@ -25,9 +25,13 @@ it is kept until now passes its largest timestamp by ``retention.ms``, exactly a
 
 from __future__ import annotations
 
+import datetime
 import enum
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+_DURATION_UNITS_MS = (("days", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1_000))
+_BYTE_UNITS = ("KiB", "MiB", "GiB", "TiB")
 
 
 class RetentionRule(enum.StrEnum):
@@ -135,7 +139,10 @@ def plan_retention(
                 if excess - segment.size_bytes < 0:
                     return None
                 excess -= segment.size_bytes
-                return f"log of {total} bytes is over retention.bytes {settings.retention_bytes}"
+                return (
+                    f"log of {total} bytes ({human_bytes(total)}) is over retention.bytes "
+                    f"{settings.retention_bytes} ({human_bytes(settings.retention_bytes)})"
+                )
 
             take_prefix(breaches_size, RetentionRule.SIZE)
 
@@ -146,8 +153,10 @@ def plan_retention(
             if age <= settings.retention_ms:
                 return None
             return (
-                f"largest timestamp {segment.largest_timestamp_ms} is {age} ms old, over "
-                f"retention.ms {settings.retention_ms}"
+                f"largest timestamp {segment.largest_timestamp_ms} "
+                f"({utc_time(segment.largest_timestamp_ms)}) is {age} ms "
+                f"({human_duration(age)}) old, over retention.ms {settings.retention_ms} "
+                f"({human_duration(settings.retention_ms)})"
             )
 
         take_prefix(breaches_time, RetentionRule.TIME)
@@ -157,3 +166,36 @@ def plan_retention(
     needs_roll = not remaining
     new_start = log_end_offset if needs_roll else remaining[0].base_offset
     return RetentionPlan(tuple(deletions), needs_roll, max(log_start_offset, new_start))
+
+
+# --- the human forms in reasons (the exact figures stay beside them) ---------------------------
+
+
+def human_duration(duration_ms: int) -> str:
+    """``duration_ms`` in its largest unit with one decimal: ``2.8 days``, ``1.5 h``, ``250 ms``."""
+    for unit, unit_ms in _DURATION_UNITS_MS:
+        if abs(duration_ms) >= unit_ms:
+            return f"{duration_ms / unit_ms:.1f} {unit}"
+    return f"{duration_ms} ms"
+
+
+def human_bytes(size_bytes: int) -> str:
+    """``size_bytes`` in binary units with one decimal: ``384.0 KiB``; below 1 KiB ``N B``."""
+    if abs(size_bytes) < 1024:
+        return f"{size_bytes} B"
+    value = float(size_bytes)
+    for unit in _BYTE_UNITS:
+        value /= 1024
+        if abs(value) < 1024 or unit == _BYTE_UNITS[-1]:
+            return f"{value:.1f} {unit}"
+    raise AssertionError("unreachable: the last unit always returns")
+
+
+def utc_time(timestamp_ms: int) -> str:
+    """``timestamp_ms`` (epoch milliseconds) as ``2026-11-23 03:22:03 UTC``; a timestamp
+    outside the calendar's range is shown as the number."""
+    try:
+        moment = datetime.datetime.fromtimestamp(timestamp_ms / 1000, tz=datetime.UTC)
+    except (OverflowError, OSError, ValueError):
+        return f"{timestamp_ms} ms since the epoch"
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
