@@ -5,13 +5,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
 from cli_support import Cli
 from report_support import COMPACTED, DAY, EVENTS, T0, build_data_dir, parse_page
 
-from seglog.cli.report import render_report
+from seglog.cli.report import (
+    RULE_COLOURS,
+    UNLISTED_COLOUR,
+    render_report,
+    render_retention_history,
+    retention_bars,
+)
 from seglog.engine.log_manager import open_log_dirs
 from seglog.engine.report_data import (
     CompactedCopyView,
@@ -162,6 +169,34 @@ def _hostile_report() -> Report:
     )
     topic = TopicReport(HOSTILE, False, (("cleanup.policy", HOSTILE),), (partition,))
     return Report(T0, (f"/data/{HOSTILE}",), False, (topic,), (HOSTILE,))
+
+
+def test_a_pass_under_two_rules_draws_a_bar_per_rule() -> None:
+    """A pass that deleted by retention.bytes and by retention.ms shows each rule's bytes in
+    its own colour (not the whole pass in the first rule's colour)."""
+    event = RetentionEvent(
+        time_ms=T0,
+        segment_count=4,
+        bytes=100 + 200 + 300 + 50,
+        rules=("retention.bytes", "retention.ms"),
+        log_start_offset=40,
+        segments=(
+            RetentionSegment(0, 100, "retention.bytes", "over retention.bytes"),
+            RetentionSegment(10, 200, "retention.ms", "old"),
+            RetentionSegment(20, 300, "retention.ms", "old"),
+        ),  # the fourth segment (50 bytes) is not listed
+    )
+    assert [(size, colour) for size, colour, _ in retention_bars(event)] == [
+        (100, RULE_COLOURS["retention.bytes"]),
+        (500, RULE_COLOURS["retention.ms"]),
+        (50, UNLISTED_COLOUR),
+    ]
+    html = render_retention_history([event])
+    chart = html.split('class="chart retention-chart"', 1)[1].split("</svg>", 1)[0]
+    fills = re.findall(r'<rect [^>]*fill="(#[0-9a-f]{3,6})"', chart)
+    assert fills == [RULE_COLOURS["retention.bytes"], RULE_COLOURS["retention.ms"], "#555"]
+    heights = [float(h) for h in re.findall(r'<rect [^>]*height="([0-9.]+)"', chart)]
+    assert heights[1] > heights[0] > heights[2] > 0  # 500 > 100 > 50 bytes, one axis
 
 
 def test_hostile_strings_are_text_never_markup() -> None:

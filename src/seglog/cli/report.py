@@ -89,6 +89,7 @@ RULE_COLOURS = {
     "retention.bytes": "#c62828",
     "log start offset": "#00838f",
 }
+UNLISTED_COLOUR = "#555"  # retention bytes of segments the bounded history does not list
 
 STYLE = """
 body { font-family: system-ui, sans-serif; margin: 24px; color: #1d2330; background: #fff; }
@@ -433,23 +434,42 @@ def render_compaction_history(runs: Sequence[CompactionRunRow]) -> str:
     )
 
 
+def retention_bars(event: RetentionEvent) -> list[tuple[int, str, str]]:
+    """One bar per rule of a retention pass: (bytes that rule deleted, its colour, tooltip).
+
+    Bytes come from the listed segments; bytes of segments the bounded history did not list
+    (``segment_count`` above the list's length) get a grey bar of their own.
+    """
+    by_rule: dict[str, list[int]] = {rule: [] for rule in event.rules}
+    for segment in event.segments:
+        by_rule.setdefault(segment.rule, []).append(segment.size_bytes)
+    bars = [
+        (
+            sum(sizes),
+            RULE_COLOURS.get(rule, UNLISTED_COLOUR),
+            f"{len(sizes)} segments, {sum(sizes)} bytes: {rule}",
+        )
+        for rule, sizes in by_rule.items()
+        if sizes
+    ]
+    unlisted = event.bytes - sum(size for size, _, _ in bars)
+    if unlisted > 0 or not bars:
+        count = event.segment_count - len(event.segments)
+        bars.append(
+            (
+                unlisted,
+                UNLISTED_COLOUR,
+                f"{count} segments not listed, {unlisted} bytes: {', '.join(event.rules)}",
+            )
+        )
+    return bars
+
+
 def render_retention_history(events: Sequence[RetentionEvent]) -> str:
-    """Retention deletions: bytes freed per pass, coloured by rule, then what and why."""
+    """Retention deletions: per pass a bar of bytes freed per rule, then what and why."""
     if not events:
         return '<p class="meta">No retention deletions recorded.</p>'
-    points = [
-        (
-            e.time_ms,
-            [
-                (
-                    e.bytes,
-                    RULE_COLOURS.get(e.rules[0] if e.rules else "", "#555"),
-                    f"{e.segment_count} segments, {e.bytes} bytes: {', '.join(e.rules)}",
-                )
-            ],
-        )
-        for e in events
-    ]
+    points = [(e.time_ms, retention_bars(e)) for e in events]
     rows = []
     for e in events:
         bases = ", ".join(str(s.base_offset) for s in e.segments)
