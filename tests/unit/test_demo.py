@@ -13,6 +13,7 @@ import pytest
 from kafka.partitioner.default import murmur2
 from kafka.record import MemoryRecords
 
+from seglog.cli.demo import STATS_COLUMNS, readable_reason, stats_table_lines
 from seglog.cli.main import main
 
 SMALL = ["--updates", "4000", "--events", "3000", "--tickers", "40", "--no-spark", "--json"]
@@ -113,6 +114,44 @@ def test_demo_text_summary(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     assert "spark     skipped: --no-spark was given" in out
     assert "retention deleted" in out and "verify    stock-prices OK" in out
     assert "Next:" in out
+    # The table's rows are explained: "before" is the first 80% of the updates, rolled.
+    assert "  before: produced (1,600 of the price updates) and rolled" in out
+    assert "  after:  at the end (retention, both cleaning rounds done)" in out
+    # Retention reasons read as ages and sizes, not bare milliseconds.
+    deleted = [line for line in out.splitlines() if line.startswith("    page-events-")]
+    assert deleted, out
+    for line in deleted:
+        assert line.endswith("days old, over retention.ms 2.0 days"), line
+        assert " ms " not in line and "UTC is " in line
+    # No line wider than a wide terminal (the paths of the temporary dir aside).
+    widths = [len(line) for line in out.splitlines() if str(tmp_path) not in line]
+    assert max(widths) <= 140, out
+
+
+def test_demo_summary_helpers() -> None:
+    """The readable half of retention reasons, and the narrow Spark statistics table."""
+    assert readable_reason(
+        "log of 516017 bytes (503.9 KiB) is over retention.bytes 393216 (384.0 KiB)"
+    ) == ("log of 503.9 KiB is over retention.bytes 384.0 KiB")
+    unchanged = "next segment starts at 5, at or below the log start offset 5"
+    assert readable_reason(unchanged) == unchanged
+    rows = [
+        {"topic": "page-events", "partition": 0, "records": 19690, "keyed_records": 19690,
+         "distinct_keys": 1479, "duplicates": 18211, "tombstones": 0, "dirty_ratio": None,
+         "first_dirty_offset": None, "size_bytes": 342414, "segments": 7,
+         "log_start_offset": 9819, "log_end_offset": 29509},
+        {"topic": "stock-prices", "partition": 2, "records": 92, "keyed_records": 92,
+         "distinct_keys": 92, "duplicates": 0, "tombstones": 0, "dirty_ratio": 0.0,
+         "first_dirty_offset": 47775, "size_bytes": 3298, "segments": 4,
+         "log_start_offset": 0, "log_end_offset": 47775},
+    ]  # fmt: skip
+    header, first, second = stats_table_lines(rows)
+    assert header.split() == [title for _, title in STATS_COLUMNS]
+    assert first.split() == ["page-events", "0", "19,690", "1,479", "18,211", "0", "-",
+                             "334.4", "KiB", "7"]  # fmt: skip
+    assert second.split() == ["stock-prices", "2", "92", "92", "0", "0", "0.00",
+                              "3.2", "KiB", "4"]  # fmt: skip
+    assert len({len(header), len(first), len(second)}) == 1 and len(header) < 100
 
 
 def test_demo_indexes_point_at_batch_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]):

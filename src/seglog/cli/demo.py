@@ -49,7 +49,9 @@ import argparse
 import importlib
 import json
 import random
+import re
 import string
+import textwrap
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -110,6 +112,7 @@ PAGES = ("/", "/quote", "/chart", "/news", "/portfolio", "/watchlist", "/login",
 FIRST_ROUND_SHARE = 0.8  # of the price updates before the first cleaning round
 DELISTED_SHARE = 0.05
 MAX_TICKERS = 20_000
+SUMMARY_WIDTH = 100  # where the summary wraps its long lists (step times)
 
 NEXT_COMMANDS = (
     "seglog --data-dir {data} topics describe stock-prices",
@@ -617,16 +620,25 @@ def _ratio(value: float | None) -> str:
 def summary_lines(s: dict[str, Any]) -> list[str]:
     """The human summary of a run."""
     w = s["workload"]
+    first_round = w["price_updates"] - s["more_updates"]["price_updates"]
     out = [
         f"seglog demo: {s['data_dir']}",
         f"  workload  {w['price_updates']:,} price updates of {w['tickers']} tickers "
-        f"({len(w['delisted'])} delisted with a tombstone) -> {PRICES}; "
-        f"{w['page_events']:,} page events ({w['backfilled_events']:,} backfilled, 3 days old)"
-        f" -> {EVENTS}",
+        f"({len(w['delisted'])} delisted with a tombstone) -> {PRICES} (compacted)",
+        f"            {w['page_events']:,} page events ({w['backfilled_events']:,} backfilled, "
+        f"3 days old) -> {EVENTS} (delete policy)",
     ]
     if s["replaced_topics"]:
         out.append(f"  replaced  the previous run's topics: {', '.join(s['replaced_topics'])}")
-    out.append("")
+    out += [
+        "",
+        f"  before: produced ({first_round:,} of the price updates) and rolled, before "
+        "retention and cleaning;",
+        "  after:  at the end (retention, both cleaning rounds"
+        f"{'' if 'skipped' in s['spark'] else ' and the Spark step'} done); dirty: the dirty "
+        "ratio",
+        "",
+    ]
     header = f"  {'topic':<15}{'':<8}{'size':>12}{'segments':>10}{'records':>10}{'keys':>8}"
     out += [header + f"{'tombstones':>12}{'dirty':>7}"]
     for topic, t in s["topics"].items():
@@ -647,23 +659,24 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
     for d in r["deletions"]:
         out.append(
             f"    {d['topic']}-{d['partition']} segment {d['base_offset']} "
-            f"({_size(d['size_bytes'])}): {d['rule']}: {d['reason']}"
+            f"({_size(d['size_bytes'])}): {d['rule']}: {readable_reason(d['reason'])}"
         )
     cc = s["compacted_copy"]
     horizons = ", ".join(f"p{p}: {h}" for p, h in cc["horizons"].items())
     read_total = sum(r["records"] for r in cc["read_compacted"].values())
-    out.append(
+    out += [
         f"  compactor Pulsar-style copy beside the log: {cc['records_read']:,} records read, "
-        f"{cc['records_kept']:,} kept ({_size(cc['copy_bytes'])}); horizons {horizons}; "
-        f"a read-compacted reader sees {read_total:,} records"
-    )
+        f"{cc['records_kept']:,} kept ({_size(cc['copy_bytes'])})",
+        f"            horizons {horizons}; a read-compacted reader sees {read_total:,} records",
+    ]
     c = s["clean"]
     out += [
         f"  cleaner   round 1 (in process): dirty ratio {_ratio(c['dirty_ratio_before'])} -> "
         f"{_ratio(c['dirty_ratio_after'])}; {c['messages_read']:,} -> "
         f"{c['messages_written']:,} records, {_size(c['size_before_bytes'])} -> "
-        f"{_size(c['size_after_bytes'])} (superseded prices removed; tombstones kept with "
-        f"a delete horizon of delete.retention.ms)",
+        f"{_size(c['size_after_bytes'])}",
+        "            (superseded prices removed; tombstones kept, with a delete horizon "
+        "delete.retention.ms ahead)",
     ]
     m = s["more_updates"]
     c2 = s["second_clean"]
@@ -671,8 +684,9 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
         f"            {m['price_updates']:,} more updates -> dirty ratio "
         f"{_ratio(m['dirty_ratio'])}; round 2 ({c2['runner']}): {c2['messages_read']:,} -> "
         f"{c2['messages_written']:,} records, {_size(c2['size_before_bytes'])} -> "
-        f"{_size(c2['size_after_bytes'])} (expired tombstones removed)"
+        f"{_size(c2['size_after_bytes'])}"
     )
+    out.append("            (superseded prices and expired tombstones removed)")
     for error in [*c["errors"], *c2["errors"]]:
         out.append(f"            ERROR {error}")
     out += spark_lines(s["spark"])
@@ -685,7 +699,13 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
     for topic, t in v["topics"].items():
         out += [f"    {topic}: {p}" for p in t["problems"]]
     timings = ", ".join(f"{name} {secs:.1f}s" for name, secs in s["steps_seconds"].items())
-    out += [f"  time      {s['elapsed_seconds']:.1f}s ({timings})", "", "Next:"]
+    out += textwrap.wrap(
+        f"{s['elapsed_seconds']:.1f}s ({timings})",
+        width=SUMMARY_WIDTH,
+        initial_indent="  time      ",
+        subsequent_indent=" " * 12,
+    )
+    out += ["", "Next:"]
     out += [f"  {command}" for command in s["next"]]
     return out
 
@@ -703,10 +723,58 @@ def spark_lines(spark: dict[str, Any]) -> list[str]:
         "            steps: "
         + ", ".join(f"{k} {v:.1f}s" for k, v in spark["steps_seconds"].items()),
         f"            export: {e['rows']:,} rows (one per listed ticker) -> {e['path']}",
-        "            partition statistics after the job:",
+        "            partition statistics after the job (seglog spark stats has every column):",
     ]
-    out += [f"              {line}" for line in spark["stats_table"].rstrip().splitlines()]
+    out += [f"              {line}" for line in stats_table_lines(spark["stats"])]
     return out
+
+
+#: The columns of ``seglog spark stats`` the summary shows (the rest are in ``--json``).
+STATS_COLUMNS = (
+    ("topic", "topic"),
+    ("partition", "partition"),
+    ("records", "records"),
+    ("distinct_keys", "keys"),
+    ("duplicates", "duplicates"),
+    ("tombstones", "tombstones"),
+    ("dirty_ratio", "dirty"),
+    ("size_bytes", "size"),
+    ("segments", "segments"),
+)
+
+
+def stats_table_lines(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """A narrow table of the Spark statistics rows (:data:`STATS_COLUMNS`), sizes readable."""
+
+    def cell(name: str, value: Any) -> str:
+        if value is None:
+            return "-"
+        if name == "size_bytes":
+            return _size(int(value))
+        if name == "dirty_ratio":
+            return _ratio(float(value))
+        return f"{value:,}" if isinstance(value, int) else str(value)
+
+    table = [[cell(name, row.get(name)) for name, _ in STATS_COLUMNS] for row in rows]
+    header = [title for _, title in STATS_COLUMNS]
+    widths = [max([len(h), *(len(line[i]) for line in table)]) for i, h in enumerate(header)]
+    return [
+        "  ".join(
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        ).rstrip()
+        for cells in (header, *table)
+    ]
+
+
+# An exact figure followed by its readable form in a retention reason: "172800000 (2.0 days)".
+_EXACT_THEN_READABLE = re.compile(r"\b\d+ (?:ms |bytes )?\(([^()]*)\)")
+
+
+def readable_reason(reason: str) -> str:
+    """A retention reason with only the readable form of each figure (the JSON summary keeps
+    the exact ones): ``... is 2.8 days old, over retention.ms 2.0 days``."""
+    return _EXACT_THEN_READABLE.sub(r"\1", reason)
 
 
 def print_summary(summary: dict[str, Any], write: Callable[[str], None] = print) -> None:
