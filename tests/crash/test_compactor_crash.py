@@ -415,7 +415,7 @@ def assert_operations_cover_publication(ref: Reference) -> None:
     assert ("rename", f"{TOPIC}-0/{COMPACTION_DIR}/published.json") in ops
     assert any(op == "fsync" and path.endswith(".log") and "copy-*" in path for op, path in ops)
     if ref.before.horizon >= 0:
-        assert ("unlink", f"{TOPIC}-0/{COMPACTION_DIR}/copy-*") in ops
+        assert ("rmtree", f"{TOPIC}-0/{COMPACTION_DIR}/copy-*") in ops
 
 
 def finish(failures: list[str], seen: dict[str, int]) -> None:
@@ -479,7 +479,7 @@ def test_sigkill_of_a_real_interpreter_at_chosen_points(scratch: Path) -> None:
     before_dir, ref = prepare(scratch, "second-run")
     ops = ref.operations
     rename = ops.index(("rename", f"{TOPIC}-0/{COMPACTION_DIR}/published.json")) + 1
-    unlink = ops.index(("unlink", f"{TOPIC}-0/{COMPACTION_DIR}/copy-*")) + 1
+    unlink = ops.index(("rmtree", f"{TOPIC}-0/{COMPACTION_DIR}/copy-*")) + 1
     inside = next(i for i, (op, path) in enumerate(ops, 1) if op == "write" and "copy-*" in path)
     points = {inside: "before", rename: "before", rename + 1: "after", unlink: "after"}
     processes = []

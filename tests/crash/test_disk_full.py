@@ -645,7 +645,7 @@ def _run_trial(
     if failure is not None:
         out.error = describe_error(failure)
         if isinstance(failure, RoundFailed):
-            if "[Errno" not in str(failure):
+            if "[Errno" not in str(failure) and os.strerror(hook.code) not in str(failure):
                 problems.append(f"clean_once's error does not say what the OS said: {failure}")
         elif not is_typed_disk_error(failure):
             problems.append(f"untyped error: {out.error}")

@@ -61,7 +61,7 @@ from seglog.storage.compacted_copy import (
     PUBLISHED_FILE,
     CompactedCopyStore,
 )
-from seglog.testing.crash import SimulatedCrash, crash_at
+from seglog.testing.crash import SimulatedCrash, count_operations, crash_at
 from seglog.testing.strategies import BatchSpec
 
 T0 = 1_700_000_000_000
@@ -1036,8 +1036,19 @@ def test_restart_turns_a_stale_running_status_into_error(
         compact(manager)
         [good] = manager.compaction_status(TOPIC).values()
         produce(log, clock, [(b"a", b"2")])
+    with count_operations() as ops:  # a dry run on a twin finds the first write in the copy
+        twin = data_dir.with_name("twin")
+        shutil.copytree(data_dir, twin)
+        with open_log_dirs([twin], clock=ManualClock(clock.now_ms())) as twin_manager:
+            ops.operations.clear()
+            compact(twin_manager)
+            n = next(
+                i
+                for i, (op, path) in enumerate(ops.operations, 1)
+                if "copy-" in path and op != "mkdir"
+            )
     manager = open_log_dirs([data_dir], clock=clock)
-    with crash_at(6) as hook, pytest.raises(SimulatedCrash):  # inside the new copy
+    with crash_at(n) as hook, pytest.raises(SimulatedCrash):  # inside the new copy
         compact(manager)
     assert hook.crash_point is not None and "copy-" in hook.crash_point[1]
     with crash_at(1) as hook:

@@ -14,33 +14,19 @@ created with the process umask (no explicit mode).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
-from seglog.storage.fault_points import reached
+from seglog.storage import fileops
+from seglog.storage.fileops import fsync_directory
+
+__all__ = ["TMP_SUFFIX", "fsync_directory", "write_file_atomically"]
 
 TMP_SUFFIX = ".tmp"
-
-
-def fsync_directory(directory: Path) -> None:
-    """fsync a directory so renames and creations inside it are durable."""
-    reached("fsync-dir", directory)
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def write_file_atomically(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` durably: tmp file, fsync, rename, directory fsync."""
     tmp = path.with_name(path.name + TMP_SUFFIX)
-    reached("write", tmp)
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        reached("fsync", tmp)
-        os.fsync(handle.fileno())
-    reached("rename", path)
-    os.replace(tmp, path)
+    fileops.write_new_file(tmp, data)
+    fileops.replace(tmp, path)
     fsync_directory(path.parent)

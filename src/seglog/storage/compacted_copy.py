@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +42,8 @@ from typing import Any
 
 from seglog.errors import CorruptCheckpointError, UnreadableFileError
 from seglog.format.names import LOG_SUFFIX, offset_from_file_name
+from seglog.storage import fileops
 from seglog.storage.atomic import TMP_SUFFIX, fsync_directory, write_file_atomically
-from seglog.storage.fault_points import reached
 from seglog.storage.segment import LogSegment
 
 COMPACTION_DIR = "compaction"
@@ -129,7 +128,7 @@ def _read_small(path: Path) -> bytes | None:
     try:
         if path.stat().st_size > FILE_MAX_BYTES:
             raise CorruptCheckpointError("file is too large", path=str(path))
-        return path.read_bytes()
+        return fileops.read_bytes(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -179,8 +178,7 @@ class CompactedCopyStore:
         path = self.path / PUBLISHED_FILE
         if not self.writable or not path.exists():
             return
-        reached("unlink", path)
-        path.unlink()
+        fileops.unlink(path)
         fsync_directory(self.path)
         if publication is not None:
             self.remove_copy(publication.copy)
@@ -188,16 +186,15 @@ class CompactedCopyStore:
     def write_status(self, status: CompactionStatus) -> None:
         """Replace ``status.json`` atomically."""
         if self.writable:
-            self.path.mkdir(exist_ok=True)
+            fileops.mkdir(self.path, exist_ok=True)
             write_file_atomically(self.path / STATUS_FILE, status.encode())
 
     def new_copy_dir(self, horizon: int) -> Path:
         """Create an empty, not yet published copy directory for ``horizon``."""
-        self.path.mkdir(exist_ok=True)
+        fileops.mkdir(self.path, exist_ok=True)
         name = f"{COPY_PREFIX}{max(horizon, 0):020d}-{uuid.uuid4().hex[:8]}"
         path = self.path / name
-        reached("mkdir", path)
-        path.mkdir()
+        fileops.mkdir(path)
         return path
 
     def publish(self, publication: Publication) -> None:
@@ -211,8 +208,7 @@ class CompactedCopyStore:
         """Delete a copy directory (superseded or unpublished)."""
         path = self.path / name
         if path.is_dir():
-            reached("unlink", path)
-            shutil.rmtree(path, ignore_errors=True)
+            fileops.rmtree(path)
 
     def recover(self, log_end_offset: int) -> list[str]:
         """Startup: withdraw a publication whose horizon is at or past ``log_end_offset``
@@ -232,7 +228,7 @@ class CompactedCopyStore:
                 self.remove_copy(entry.name)
                 removed.append(entry.name)
             elif entry.is_file() and entry.name.endswith(TMP_SUFFIX):
-                entry.unlink(missing_ok=True)
+                fileops.unlink(entry, missing_ok=True)
                 removed.append(entry.name)
         status = self.status()
         if status.state == "RUNNING":

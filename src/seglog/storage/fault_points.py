@@ -1,10 +1,13 @@
-"""Named points before file operations of seglog's crash-safe procedures, for crash injection.
+"""Hooks around every file operation of ``seglog.storage``, for crash and fault injection.
 
-``reached(operation, path)`` is called right *before* an operation that changes files
-(``open`` creating a file, ``write``, ``fsync``, ``fsync-dir``, ``rename``, ``unlink``,
-``utime``). In production no hook is installed and it costs one global read. A test installs
-a hook (:func:`set_hook`, usually through :mod:`seglog.testing.crash`) that counts the
-operations and kills the process (SIGKILL) or raises at the n-th one, so recovery can be
+:mod:`seglog.storage.fileops` (the only module of ``seglog.storage`` that touches files) calls
+``reached(operation, path)`` right *before* each operation (``open``, ``create``, ``write``,
+``truncate``, ``fsync``, ``fsync-dir``, ``rename``, ``unlink``, ``mkdir``, ``rmtree``,
+``utime``) and ``completed(operation, path, source)`` right *after* it succeeded (``source``:
+a rename's old name, else None). In production no hook is installed and each costs one global
+read. A test installs hooks (:func:`set_hook`, :func:`set_after_hook`, usually through
+:mod:`seglog.testing.crash`) that count the operations and kill the process (SIGKILL) or
+raise before or after the n-th one, or make it fail as a full disk would, so recovery can be
 checked from every point of a procedure (the cleaner's round, the swap protocol, checkpoint
 writes, retention's renames).
 """
@@ -15,14 +18,23 @@ import os
 from collections.abc import Callable
 
 FaultHook = Callable[[str, str], None]
+AfterHook = Callable[[str, str, "str | None"], None]
 
 _hook: FaultHook | None = None
+_after_hook: AfterHook | None = None
 
 
 def set_hook(hook: FaultHook | None) -> FaultHook | None:
-    """Install ``hook`` (None removes it); returns the previous one."""
+    """Install the before-operation ``hook`` (None removes it); returns the previous one."""
     global _hook
     previous, _hook = _hook, hook
+    return previous
+
+
+def set_after_hook(hook: AfterHook | None) -> AfterHook | None:
+    """Install the after-operation ``hook`` (None removes it); returns the previous one."""
+    global _after_hook
+    previous, _after_hook = _after_hook, hook
     return previous
 
 
@@ -31,3 +43,12 @@ def reached(operation: str, path: str | os.PathLike[str]) -> None:
     hook = _hook
     if hook is not None:
         hook(operation, os.fspath(path))
+
+
+def completed(
+    operation: str, path: str | os.PathLike[str], source: str | os.PathLike[str] | None = None
+) -> None:
+    """Tell the installed after-hook (if any) that ``operation`` on ``path`` succeeded."""
+    hook = _after_hook
+    if hook is not None:
+        hook(operation, os.fspath(path), None if source is None else os.fspath(source))

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from seglog.errors import UnreadableFileError
+from seglog.storage import fileops
 
 StrPath = str | os.PathLike[str]
 
@@ -56,7 +57,7 @@ def file_size(path: StrPath) -> int:
 def read_file_bytes(path: StrPath, *, max_bytes: int = MAX_FILE_BYTES_DEFAULT) -> bytes:
     """The whole content of a regular file, at most ``max_bytes`` long."""
     try:
-        with open(path, "rb") as handle:
+        with fileops.open_read(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             if size > max_bytes:
                 raise UnreadableFileError(
@@ -83,7 +84,7 @@ def map_file_readonly(
     ends, the map is left for the garbage collector to close instead of raising.
     """
     try:
-        with open(path, "rb") as handle:
+        with fileops.open_read(path) as handle:
             size = os.fstat(handle.fileno()).st_size
             if size > max_bytes:
                 raise UnreadableFileError(

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from seglog.errors import CorruptCheckpointError, SeglogError
+from seglog.storage import fileops
 from seglog.storage.atomic import write_file_atomically
 
 RETENTION_HISTORY_FILE = "seglog-retention-history.json"
@@ -116,7 +117,7 @@ class HistoryFile:
                     f"history is {size} bytes, above the limit of {HISTORY_MAX_BYTES}",
                     path=str(self.path),
                 )
-            return History.decode(self.path.read_bytes(), path=str(self.path))
+            return History.decode(fileops.read_bytes(self.path), path=str(self.path))
         except FileNotFoundError:
             return History()
         except OSError as exc:

@@ -47,7 +47,7 @@ from seglog.format.index import (
     sanity_check_offset_index,
     sanity_check_time_index,
 )
-from seglog.storage.fault_points import reached
+from seglog.storage import fileops
 
 INT32_MAX = (1 << 31) - 1
 NO_TIMESTAMP = -1
@@ -117,8 +117,7 @@ class _IndexFile:
             return
         self._loaded = True
         try:
-            with open(self.path, "rb") as handle:
-                data = handle.read()
+            data = fileops.read_bytes(self.path)
         except FileNotFoundError:
             return  # Kafka creates index files lazily: missing reads as empty (spec §7.5)
         except OSError as exc:
@@ -150,17 +149,17 @@ class _IndexFile:
     # --- file writes ----------------------------------------------------------------------
     def _open_for_write(self) -> int:
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+            self._fd = fileops.open_fd(self.path, os.O_RDWR | os.O_CREAT)
             if os.fstat(self._fd).st_size < self.max_index_bytes:
-                os.ftruncate(self._fd, self.max_index_bytes)
+                fileops.truncate(self._fd, self.path, self.max_index_bytes)
         return self._fd
 
     def sync(self) -> None:
         """Write entries appended since the last sync to the file (one ``pwrite``)."""
         if self._pending:
             data = bytes(self._pending)
-            reached("write", self.path)
-            os.pwrite(self._open_for_write(), data, self._written * self.entry_bytes)
+            position = self._written * self.entry_bytes
+            fileops.pwrite(self._open_for_write(), self.path, data, position)
             self._written += len(self._pending) // self.entry_bytes
             self._pending.clear()
 
@@ -175,8 +174,8 @@ class _IndexFile:
         if self.persist and self.path.exists():
             fd = self._open_for_write()
             # Down then up again: the dropped entries become zeros, the file keeps its length.
-            os.ftruncate(fd, keep * self.entry_bytes)
-            os.ftruncate(fd, self.max_index_bytes)
+            fileops.truncate(fd, self.path, keep * self.entry_bytes)
+            fileops.truncate(fd, self.path, self.max_index_bytes)
 
     def create_preallocated(self) -> None:
         """Create (or extend) the file to its preallocated length; the active segment's state."""
@@ -193,8 +192,8 @@ class _IndexFile:
         self._written = 0
         if self.persist:
             fd = self._open_for_write()
-            os.ftruncate(fd, 0)
-            os.ftruncate(fd, self.max_index_bytes)
+            fileops.truncate(fd, self.path, 0)
+            fileops.truncate(fd, self.path, self.max_index_bytes)
 
     def trim(self) -> None:
         """Cut the file to exactly its entries (roll, close, after recovery)."""
@@ -203,22 +202,20 @@ class _IndexFile:
             return
         self.sync()
         fd = self._open_for_write()
-        reached("write", self.path)
-        os.ftruncate(fd, len(self._keys) * self.entry_bytes)
+        fileops.truncate(fd, self.path, len(self._keys) * self.entry_bytes)
 
     def resize_to_max(self) -> None:
         """Extend the file back to its preallocated length (the segment is active again)."""
         self._ensure_loaded()
         if self.persist:
             fd = self._open_for_write()
-            os.ftruncate(fd, self.max_index_bytes)
+            fileops.truncate(fd, self.path, self.max_index_bytes)
 
     def flush(self) -> None:
         """Write pending entries and fsync the file, if it was written."""
         self.sync()
         if self._fd is not None:
-            reached("fsync", self.path)
-            os.fsync(self._fd)
+            fileops.fsync(self._fd, self.path)
 
     def close(self) -> None:
         """Write pending entries and close the handle (entries stay in memory for reads)."""
@@ -239,7 +236,7 @@ class _IndexFile:
         """Rename the file (when present) and keep using it under the new name."""
         self.sync()
         if self.persist and self.path.exists():
-            os.replace(self.path, path)
+            fileops.replace(self.path, path)
         self.path = path
 
     def delete_file(self) -> None:
@@ -247,7 +244,7 @@ class _IndexFile:
         self._pending.clear()
         self.close()
         if self.persist:
-            self.path.unlink(missing_ok=True)
+            fileops.unlink(self.path, missing_ok=True)
 
     def file_size_bytes(self) -> int:
         """Size of the file on disk (0 when missing)."""
@@ -409,7 +406,8 @@ class OffsetIndexFile(_IndexFile):
         """Kafka's check of the file on disk (spec §7.5); raises ``CorruptIndexError``."""
         self.sync()
         if self.persist and self.path.exists():
-            sanity_check_offset_index(self.path.read_bytes(), self.base_offset, path=str(self.path))
+            data = fileops.read_bytes(self.path)
+            sanity_check_offset_index(data, self.base_offset, path=str(self.path))
 
 
 class TimeIndexFile(_IndexFile):
@@ -547,4 +545,5 @@ class TimeIndexFile(_IndexFile):
         """Kafka's check of the file on disk (spec §8.6); raises ``CorruptIndexError``."""
         self.sync()
         if self.persist and self.path.exists():
-            sanity_check_time_index(self.path.read_bytes(), self.base_offset, path=str(self.path))
+            data = fileops.read_bytes(self.path)
+            sanity_check_time_index(data, self.base_offset, path=str(self.path))

@@ -58,6 +58,7 @@ from seglog.format.names import (
     TXN_INDEX_SUFFIX,
     offset_from_file_name,
 )
+from seglog.storage import fileops
 from seglog.storage.atomic import TMP_SUFFIX, fsync_directory
 from seglog.storage.segment import LogSegment, SegmentRecovery
 
@@ -142,7 +143,7 @@ def _offset_or_none(name: str) -> int | None:
 
 
 def _remove(path: Path, report: LoadReport) -> None:
-    path.unlink(missing_ok=True)
+    fileops.unlink(path, missing_ok=True)
     report.removed_files.append(path.name)
 
 
@@ -208,7 +209,7 @@ def _complete_swaps(
         if offset is not None and low <= offset < high:
             _remove(path, report)
     for _, path in sorted(log_swaps):
-        path.rename(path.with_name(path.name[: -len(SWAP_SUFFIX)]))
+        fileops.replace(path, path.with_name(path.name[: -len(SWAP_SUFFIX)]))
         report.completed_swaps.append(path.name)
     fsync_directory(directory)
 

@@ -44,6 +44,7 @@ from seglog.format.checkpoint import (
     parse_offset_checkpoint,
 )
 from seglog.format.topic_names import TopicPartition
+from seglog.storage import fileops
 from seglog.storage.atomic import TMP_SUFFIX, fsync_directory, write_file_atomically
 
 LOCK_FILE = ".lock"
@@ -211,7 +212,7 @@ class LogDirectory:
         """Create the root if needed and take its ``.lock``; fail fast when it is taken."""
         if not self.writable:
             return
-        self.path.mkdir(parents=True, exist_ok=True)
+        fileops.mkdir(self.path, parents=True, exist_ok=True)
         # A POSIX record lock belongs to the process: a second open in this process would get
         # it too, and closing either would drop it for both. So this process also keeps a
         # set of the roots it holds (Java's FileChannel.tryLock throws
@@ -224,7 +225,7 @@ class LogDirectory:
                     "(close the other LogManager first)",
                     path=str(self.path / LOCK_FILE),
                 )
-            fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o666)
+            fd = fileops.open_fd(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT)
             try:
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -254,7 +255,7 @@ class LogDirectory:
             return removed
         for path in self.path.iterdir():
             if path.is_file() and path.name.endswith(TMP_SUFFIX):
-                path.unlink()
+                fileops.unlink(path)
                 removed.append(path.name)
         return removed
 
@@ -265,7 +266,7 @@ class LogDirectory:
         if not marker.exists():
             return False
         if self.writable:
-            marker.unlink()
+            fileops.unlink(marker)
             fsync_directory(self.path)
         return True
 
@@ -282,7 +283,7 @@ class LogDirectory:
         path = self.path / META_PROPERTIES
         if not path.exists():
             return None
-        return parse_meta_properties(path.read_bytes(), path=str(path))
+        return parse_meta_properties(fileops.read_bytes(path), path=str(path))
 
     def write_meta_properties(self, meta: MetaProperties, now_ms: int) -> None:
         """Write ``meta.properties`` atomically."""
@@ -296,7 +297,7 @@ class LogDirectory:
         """An offset checkpoint; missing -> empty; unreadable -> empty plus a recorded problem."""
         path = self.path / name
         try:
-            data = path.read_bytes()
+            data = fileops.read_bytes(path)
         except FileNotFoundError:
             return {}
         except OSError as exc:
@@ -333,7 +334,7 @@ class LogDirectory:
                 raise CorruptCheckpointError(
                     f"topic metadata is {size} bytes, above the limit", path=str(path)
                 )
-            return TopicsFile.decode(path.read_bytes(), path=str(path))
+            return TopicsFile.decode(fileops.read_bytes(path), path=str(path))
         except OSError as exc:
             raise UnreadableFileError(exc.strerror or str(exc), path=str(path)) from exc
 
@@ -344,7 +345,7 @@ class LogDirectory:
         try:
             if path.stat().st_size > CLEANER_HISTORY_MAX_BYTES:
                 raise CorruptCheckpointError("cleaner history is too large", path=str(path))
-            return CleanerHistory.decode(path.read_bytes(), path=str(path))
+            return CleanerHistory.decode(fileops.read_bytes(path), path=str(path))
         except FileNotFoundError:
             return CleanerHistory()
         except OSError as exc:

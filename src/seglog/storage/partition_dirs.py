@@ -18,7 +18,6 @@ stays the only code that touches the file system (DESIGN.md):
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from seglog.errors import SeglogError
@@ -29,6 +28,7 @@ from seglog.format.checkpoint import (
     parse_leader_epoch_checkpoint,
 )
 from seglog.format.topic_names import ParsedPartitionDir, parse_partition_dir_name
+from seglog.storage import fileops
 from seglog.storage.atomic import fsync_directory, write_file_atomically
 
 PARTITION_METADATA = "partition.metadata"
@@ -48,7 +48,7 @@ def list_partition_dirs(root: Path) -> list[tuple[Path, ParsedPartitionDir]]:
 def create_partition_dir(root: Path, name: str, topic_id: str) -> Path:
     """Create ``root/name`` with its ``partition.metadata`` (see the module docstring)."""
     path = root / name
-    path.mkdir(exist_ok=True)
+    fileops.mkdir(path, exist_ok=True)
     write_file_atomically(path / PARTITION_METADATA, encode_partition_metadata(topic_id))
     fsync_directory(root)
     return path
@@ -56,20 +56,20 @@ def create_partition_dir(root: Path, name: str, topic_id: str) -> Path:
 
 def ensure_partition_dir(path: Path) -> None:
     """Create a partition directory (and its parents) if missing."""
-    path.mkdir(parents=True, exist_ok=True)
+    fileops.mkdir(path, parents=True, exist_ok=True)
 
 
 def rename_partition_dir(path: Path, new_name: str) -> Path:
     """Rename a partition directory inside its root, durably; returns the new path."""
     target = path.with_name(new_name)
-    path.rename(target)
+    fileops.replace(path, target)
     fsync_directory(target.parent)
     return target
 
 
 def remove_partition_dir(path: Path) -> None:
     """Remove a directory and everything in it (missing is fine)."""
-    shutil.rmtree(path, ignore_errors=True)
+    fileops.rmtree(path)
 
 
 def read_leader_epochs(directory: Path, *, create: bool) -> list[EpochEntry]:
@@ -80,7 +80,7 @@ def read_leader_epochs(directory: Path, *, create: bool) -> list[EpochEntry]:
             write_file_atomically(path, b"")
         return []
     try:
-        return parse_leader_epoch_checkpoint(path.read_bytes(), path=str(path))
+        return parse_leader_epoch_checkpoint(fileops.read_bytes(path), path=str(path))
     except (OSError, SeglogError):
         return []
 

@@ -67,13 +67,12 @@ from seglog.format.names import (
 from seglog.format.reader import Batch, BatchReader, EndKind
 from seglog.kernels import walk_batches
 from seglog.kernels.codes import END_CLEAN, END_TORN, FRAME_FIELDS, FRAME_POSITION
-from seglog.storage.fault_points import reached
+from seglog.storage import fileops
 from seglog.storage.index_file import NO_TIMESTAMP, OffsetIndexFile, TimeIndexFile
 
 INT32_MAX = (1 << 31) - 1
 SCAN_CHUNK_BYTES = 64 * 1024
 LOOKUP_CHUNK_BYTES = 16 * 1024  # a lookup scans about index.interval.bytes past its entry
-_IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024) if hasattr(os, "sysconf") else 1024
 
 # bytes 0-11: offset, size; byte 16: magic; byte 23: v2 lastOffsetDelta
 _OFFSET_SIZE = struct.Struct(">qi")
@@ -132,21 +131,15 @@ class _EntryRefused(Exception):
 
 
 def _write_all(
-    fd: int, buffers: Sequence[bytes | bytearray | memoryview], size: int, position: int
+    fd: int,
+    path: Path,
+    buffers: Sequence[bytes | bytearray | memoryview],
+    size: int,
+    position: int,
 ) -> None:
-    """``pwritev`` every buffer at ``position``, in groups of at most ``IOV_MAX``; a short
-    write is finished with plain writes, so no gap is ever left."""
-    written = 0
-    for start in range(0, len(buffers), _IOV_MAX):
-        group = buffers[start : start + _IOV_MAX]
-        at = position + written
-        expected = sum(len(b) for b in group)
-        done = os.pwritev(fd, group, at)
-        if done < expected:
-            rest = memoryview(b"".join(group))
-            while done < expected:
-                done += os.pwrite(fd, rest[done:], at + done)
-        written += expected
+    """Write every buffer at ``position`` (:func:`seglog.storage.fileops.write_all`: one
+    ``write`` fault point; a short write is finished, so no gap is ever left)."""
+    written = fileops.write_all(fd, path, buffers, position)
     if written != size:
         raise InvalidRecordError(f"wrote {written} bytes where {size} were expected")
 
@@ -195,9 +188,13 @@ class LogSegment:
         self.log_path = self._path(LOG_SUFFIX)
         flags = (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY
         try:
-            self._fd: int | None = os.open(self.log_path, flags, 0o666)
+            self._fd: int | None = fileops.open_fd(self.log_path, flags)
             self.size = os.fstat(self._fd).st_size
         except OSError as exc:
+            if writable:  # creating or opening for writes (disk full, I/O error, ...)
+                raise StorageWriteError(
+                    exc.strerror or str(exc), path=str(self.log_path), errno_code=exc.errno
+                ) from exc
             raise UnreadableFileError(exc.strerror or str(exc), path=str(self.log_path)) from exc
         self._bytes_since_last_index_entry = 0
         self.needs_recovery = False  # a failed write could not be rolled back
@@ -213,8 +210,7 @@ class LogSegment:
         for name in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
             path = segment_path(directory, base_offset, name + suffix)
             if path.exists():
-                reached("unlink", path)
-                path.unlink(missing_ok=True)
+                fileops.unlink(path, missing_ok=True)
 
     def _path(self, suffix: str) -> Path:
         return segment_path(self.directory, self.base_offset, suffix + self.file_suffix)
@@ -321,13 +317,12 @@ class LogSegment:
         if position == 0:
             self._rolling_based_timestamp = max(b[3] for b in batches)
         try:
-            reached("write", self.log_path)
-            _write_all(self._fd, buffers, size, position)
+            _write_all(self._fd, self.log_path, buffers, size, position)
         except OSError as exc:
             # A short write (disk full mid-batch) must not leave a torn tail behind: cut
             # the file back to where the append started, so the segment stays whole batches.
             try:
-                os.ftruncate(self._fd, position)
+                fileops.truncate(self._fd, self.log_path, position)
             except OSError:
                 self.needs_recovery = True  # the next open must recover this segment
             raise StorageWriteError(
@@ -647,7 +642,7 @@ class LogSegment:
 
     def _truncate_log(self, size: int) -> None:
         if self.writable and self._fd is not None:
-            os.ftruncate(self._fd, size)
+            fileops.truncate(self._fd, self.log_path, size)
         self.size = size
 
     # --- truncation, roll, close --------------------------------------------------------------
@@ -718,8 +713,7 @@ class LogSegment:
         """fsync the ``.log`` and both indexes."""
         if self._fd is not None and self.writable:
             try:
-                reached("fsync", self.log_path)
-                os.fsync(self._fd)
+                fileops.fsync(self._fd, self.log_path)
             except OSError as exc:
                 raise StorageWriteError(
                     exc.strerror or str(exc), path=str(self.log_path), errno_code=exc.errno
@@ -763,8 +757,7 @@ class LogSegment:
         old_txn = self._path(TXN_INDEX_SUFFIX)
         new_log = segment_path(self.directory, self.base_offset, LOG_SUFFIX + new_suffix)
         if new_log != self.log_path:
-            reached("rename", new_log)
-            os.replace(self.log_path, new_log)
+            fileops.replace(self.log_path, new_log)
         # From here the segment is under its new name (``file_suffix`` says so once the .log
         # is renamed; a later failure leaves index files behind, each with the name it has).
         self.log_path = new_log
@@ -772,20 +765,17 @@ class LogSegment:
         for index in (self.offset_index, self.time_index):
             target = self._path(INDEX_SUFFIX if index is self.offset_index else TIME_INDEX_SUFFIX)
             if index.path != target:
-                reached("rename", target)
                 index.rename_to(target)
         new_txn = self._path(TXN_INDEX_SUFFIX)
         if old_txn != new_txn and old_txn.exists():
-            reached("rename", new_txn)
-            os.replace(old_txn, new_txn)
+            fileops.replace(old_txn, new_txn)
 
     def delete_files(self) -> None:
         """Close and unlink every file of the segment."""
         paths = self.files()
         self.close()
         for path in paths:
-            reached("unlink", path)
-            path.unlink(missing_ok=True)
+            fileops.unlink(path, missing_ok=True)
 
     # --- what the log cleaner needs ------------------------------------------------------------
     def read_into(self, position: int, buffer: memoryview) -> int:
@@ -810,7 +800,7 @@ class LogSegment:
         position = 0
         want = window_bytes
         try:
-            with open(self.log_path, "rb") as handle:
+            with fileops.open_read(self.log_path) as handle:
                 while position < size:
                     start = position - position % granularity
                     stop = min(size, position + want)
@@ -854,5 +844,4 @@ class LogSegment:
         """Set the modification time of every file of the segment (the cleaner keeps the
         replaced group's last modification time on its output, spec §5.7)."""
         for path in self.files():
-            reached("utime", path)
-            os.utime(path, ns=(mtime_ms * 1_000_000, mtime_ms * 1_000_000))
+            fileops.set_mtime_ms(path, mtime_ms)

@@ -1,10 +1,14 @@
 """Crash injection at the file operations of seglog's storage layer.
 
-The storage layer calls :func:`seglog.storage.fault_points.reached` with ``(operation, path)``
-right *before* each operation that changes files (``write``, ``fsync``, ``fsync-dir``,
-``rename``, ``unlink``, ``utime``). This module installs hooks there that count those
-operations and crash at the n-th one (1-based), so a test can check recovery from *every*
-point of a procedure (the cleaner's round, the swap protocol, checkpoint writes).
+Every file operation of the storage layer goes through :mod:`seglog.storage.fileops`, which
+calls :func:`seglog.storage.fault_points.reached` with ``(operation, path)`` right *before* it
+(``open``, ``create``, ``write``, ``truncate``, ``fsync``, ``fsync-dir``, ``rename``,
+``unlink``, ``mkdir``, ``rmtree``, ``utime``) and
+:func:`~seglog.storage.fault_points.completed` right *after* it succeeded. This module
+installs hooks there that count those operations and crash at the n-th one (1-based), either
+*before* it happens (the default) or *after* it happened (``after=True``), so a test can
+check recovery from *every* point of a procedure (the cleaner's round, the swap protocol,
+checkpoint writes).
 
 Two ways to crash at operation ``n``:
 
@@ -18,17 +22,17 @@ Two ways to crash at operation ``n``:
   trials. After the crash the hook is *dead*: every further operation (``finally`` blocks
   and cleanup handlers run while the exception unwinds) is recorded in
   :attr:`CrashAt.after_crash` and raises :class:`SimulatedCrash` again, so the disk is left
-  as a killed process would leave it. Limits of the simulation: only operations that call
-  ``reached`` are stopped (e.g. ``os.open(O_CREAT)`` and some ``ftruncate`` calls are not
-  fault points), and the crashed objects keep their file descriptors: drop every reference
+  as a killed process would leave it. Limits of the simulation: the crashed objects keep
+  their file descriptors: drop every reference
   to the crashed manager, call :meth:`~seglog.engine.log_manager.LogManager.abort` (it
   writes nothing; keep the dead hook installed to prove it), and close the leaked
   descriptors with :func:`close_fds_opened_since`, as the kernel does for a dead process.
 
 Helpers:
 
-* :func:`installed` -- context manager: install any ``(operation, path)`` hook, restore the
-  previous one on exit.
+* :func:`installed` -- context manager: install any ``(operation, path)`` hook (and its
+  ``completed(operation, path, source)`` method, when it has one, as the after-operation
+  hook), restore the previous ones on exit.
 * :func:`count_operations` -- context manager yielding an :class:`OperationLog` that records
   every operation of the block: ``with count_operations() as ops: manager.clean_once()``
   then ``ops.count`` is N, the number of crash points of that block, and ``ops.operations``
@@ -40,8 +44,8 @@ Helpers:
 
 Subprocess entry point (one cleaner pass, killed at operation N)::
 
-    python -m seglog.testing.crash DATA_DIR [--kill-at N] [--topic T] [--clock-ms MS]
-        [--override KEY=VALUE ...] [--abort] [--quiet]
+    python -m seglog.testing.crash DATA_DIR [--kill-at N [--after]] [--topic T]
+        [--clock-ms MS] [--override KEY=VALUE ...] [--abort] [--quiet]
 
 :func:`run_clean_main` (the same, taking ``argv``; returns the exit status):
 
@@ -51,8 +55,8 @@ Subprocess entry point (one cleaner pass, killed at operation N)::
    tombstone horizons; default: the system clock). Opening is *not* counted;
 2. installs the hook and runs ``manager.clean_once(topic=...)``. With ``--kill-at N`` the
    process writes ``seglog-crash: SIGKILL at operation N: OPERATION PATH`` to stderr
-   (unbuffered) and SIGKILLs itself right before operation N: its status is ``-9`` as
-   :mod:`subprocess` reports it;
+   (unbuffered) and SIGKILLs itself right before operation N (with ``--after``: right after
+   operation N succeeded): its status is ``-9`` as :mod:`subprocess` reports it;
 3. otherwise removes the hook, prints one JSON line ``{"operations": N, "results": [...]}``
    (N: the pass's operations) and closes the manager cleanly (``--abort``:
    :meth:`~seglog.engine.log_manager.LogManager.abort`, no checkpoints and no clean-shutdown
@@ -100,6 +104,7 @@ __all__ = [
 EXIT_KILL_POINT_NOT_REACHED = 3
 Operation = tuple[str, str]  # (operation, path)
 Hook = Callable[[str, str], None]
+AfterHook = Callable[[str, str, str | None], None]
 
 
 class SimulatedCrash(BaseException):
@@ -134,55 +139,93 @@ class OperationLog:
 
 
 class CrashAt:
-    """A hook that counts operations and crashes right before the ``n``-th (1-based).
+    """A hook that counts operations and crashes right before the ``n``-th (1-based), or,
+    with ``after=True``, right after the ``n``-th succeeded.
 
     ``kill=True``: SIGKILL the current process (after one unbuffered line on stderr unless
     ``announce`` is false).
     ``kill=False``: raise :class:`SimulatedCrash`; from then on the hook is dead and every
     operation raises again (recorded in :attr:`after_crash`).
+
+    With ``after=True`` the crash comes from :meth:`completed` (the after-operation hook) once
+    operation ``n`` returned. If operation ``n`` fails instead (its ``OSError`` propagates),
+    the crash comes right before the next operation, which is the same point on disk.
     """
 
-    def __init__(self, n: int, *, kill: bool = False, announce: bool = True) -> None:
+    def __init__(
+        self, n: int, *, kill: bool = False, announce: bool = True, after: bool = False
+    ) -> None:
         if n < 1:
             raise ValueError(f"the crash point is 1-based, got {n}")
         self.n = n
         self.kill = kill
         self.announce = announce
+        self.after = after
         self.count = 0  # operations reached so far, the crash point included
         self.crash_point: Operation | None = None  # the n-th operation, once reached
+        self.crashed_after = False  # the crash came after the n-th operation had happened
         self.after_crash: list[Operation] = []  # operations attempted after the crash
+        self._armed = False  # after=True: operation n is under way, crash when it returns
+        self._dead = False
         self._lock = threading.Lock()
 
     @property
     def crashed(self) -> bool:
-        """True once the n-th operation was reached."""
-        return self.crash_point is not None
+        """True once the crash happened (before or after the n-th operation)."""
+        return self._dead
 
-    def __call__(self, operation: str, path: str) -> None:
-        with self._lock:
-            if self.crash_point is not None:
-                self.after_crash.append((operation, path))
-                raise SimulatedCrash(self.n, operation, path)
-            self.count += 1
-            if self.count < self.n:
-                return
-            self.crash_point = (operation, path)
+    def _crash(self, operation: str, path: str) -> None:
         if self.kill:
             if self.announce:
-                line = f"seglog-crash: SIGKILL at operation {self.n}: {operation} {path}\n"
+                when = "after" if self.after else "at"
+                line = f"seglog-crash: SIGKILL {when} operation {self.n}: {operation} {path}\n"
                 os.write(2, line.encode("utf-8", "backslashreplace"))
             os.kill(os.getpid(), signal.SIGKILL)
         raise SimulatedCrash(self.n, operation, path)
 
+    def __call__(self, operation: str, path: str) -> None:
+        with self._lock:
+            if self._dead:
+                self.after_crash.append((operation, path))
+                raise SimulatedCrash(self.n, operation, path)
+            if self._armed:  # operation n ended (it failed, or another thread is here)
+                self._dead = self.crashed_after = True
+                point = self.crash_point
+                assert point is not None
+            else:
+                self.count += 1
+                if self.count < self.n:
+                    return
+                self.crash_point = point = (operation, path)
+                if self.after:
+                    self._armed = True
+                    return
+                self._dead = True
+        self._crash(*point)
+
+    def completed(self, operation: str, path: str, source: str | None = None) -> None:
+        """The after-operation hook: crash once operation ``n`` returned (``after=True``)."""
+        with self._lock:
+            if not self._armed or self._dead:
+                return
+            self._dead = self.crashed_after = True
+            point = self.crash_point
+            assert point is not None
+        self._crash(*point)
+
 
 @contextmanager
 def installed(hook: Hook) -> Iterator[Hook]:
-    """Install ``hook`` at the fault points for the block; the previous hook comes back after."""
+    """Install ``hook`` at the fault points for the block (and its ``completed`` method, if
+    any, as the after-operation hook); the previous hooks come back after."""
+    after: AfterHook | None = getattr(hook, "completed", None)
     previous = fault_points.set_hook(hook)
+    previous_after = fault_points.set_after_hook(after)
     try:
         yield hook
     finally:
         fault_points.set_hook(previous)
+        fault_points.set_after_hook(previous_after)
 
 
 @contextmanager
@@ -194,9 +237,10 @@ def count_operations() -> Iterator[OperationLog]:
 
 
 @contextmanager
-def crash_at(n: int, *, kill: bool = False) -> Iterator[CrashAt]:
-    """Install a :class:`CrashAt` hook (crash right before operation ``n``) for the block."""
-    hook = CrashAt(n, kill=kill)
+def crash_at(n: int, *, kill: bool = False, after: bool = False) -> Iterator[CrashAt]:
+    """Install a :class:`CrashAt` hook (crash right before operation ``n``, or right after it
+    with ``after=True``) for the block."""
+    hook = CrashAt(n, kill=kill, after=after)
     with installed(hook):
         yield hook
 
@@ -251,6 +295,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--kill-at", type=int, default=None, metavar="N", help="SIGKILL before operation N"
     )
+    parser.add_argument(
+        "--after",
+        action="store_true",
+        help="with --kill-at N: SIGKILL right after operation N succeeded instead of before",
+    )
     parser.add_argument("--topic", default=None, help="clean only this topic")
     parser.add_argument(
         "--clock-ms",
@@ -297,7 +346,7 @@ def run_clean_main(argv: Sequence[str] | None = None) -> int:
     hook = (
         OperationLog()
         if args.kill_at is None
-        else CrashAt(args.kill_at, kill=True, announce=not args.quiet)
+        else CrashAt(args.kill_at, kill=True, announce=not args.quiet, after=args.after)
     )
     with installed(hook):
         results = manager.clean_once(topic=args.topic)
