@@ -273,3 +273,66 @@ def test_damaged_metadata_is_a_typed_error_or_a_documented_fallback(
             outcomes["opened"] = outcomes.get("opened", 0) + 1
         shutil.rmtree(work)
     record_figures(f"corruption-{name}-{damage}", **outcomes)
+
+
+# --- .log: a closed segment that lost its tail (RELIABILITY.md finding 4) ------------------
+def cut_closed_segment(work: Path, inside_a_batch: bool) -> tuple[Path, int, int]:
+    """Cut the second closed segment in the middle of its batches (at a batch boundary, or a
+    few bytes into the batch); returns it, the first offset lost and the next segment's base."""
+    victim = closed_segments(work)[1]
+    data = victim.read_bytes()
+    batches, _ = read_batches(data)
+    first_lost = batches[len(batches) // 2]
+    keep = first_lost.position + (first_lost.size_in_bytes // 2 if inside_a_batch else 0)
+    victim.write_bytes(data[:keep])
+    next_base = int(sorted((work / f"{TOPIC}-0").glob("*.log"))[2].name.split(".")[0])
+    return victim, first_lost.base_offset, next_base
+
+
+@pytest.mark.parametrize("inside_a_batch", [False, True], ids=["at-a-boundary", "inside-a-batch"])
+def test_a_closed_segment_that_lost_its_tail_is_reported_as_records_lost(
+    tmp_path: Path,
+    template: tuple[Path, list[Row]],
+    capsys: pytest.CaptureFixture[str],
+    inside_a_batch: bool,
+) -> None:
+    root, original = template
+    work = tmp_path / "work"
+    shutil.copytree(root, work)
+    victim, first_lost, next_base = cut_closed_segment(work, inside_a_batch)
+    lost_offsets = set(range(first_lost, next_base))
+    segments_before = sorted(p.name for p in (work / f"{TOPIC}-0").glob("*.log"))
+
+    # seglog verify (a read-only open: files unchanged) names the file and the lost range
+    capsys.readouterr()
+    status = seglog_main(["--data-dir", str(work), "verify", "--json", TOPIC])
+    problems = json.loads(capsys.readouterr().out)["partitions"][0]["problems"]
+    assert status == 1
+    lost = [p for p in problems if p["kind"] == "records-lost"]
+    assert [(p["path"], p["offset"]) for p in lost] == [(str(victim), first_lost)], problems
+    assert f"{first_lost}-{next_base - 1}" in lost[0]["message"], lost[0]
+    assert not [p for p in problems if p["kind"] == "offset-gap"], "reported twice"
+
+    # a writable open repairs the segment, keeps the later ones and says records were lost
+    with open_log_dirs([work]) as manager:
+        [load] = [r for r in manager.load_reports if r.directory.name == f"{TOPIC}-0"]
+        assert [(r.file, r.first_offset, r.last_offset) for r in load.lost_ranges] == [
+            (victim.name, first_lost, next_base - 1)
+        ], load.lost_ranges
+        assert f"RECORDS LOST: {victim.name}: records at offsets {first_lost}-" in load.summary()
+        assert not load.dropped_segments
+        rows = read_rows(manager)
+        assert rows == [row for row in original if row[0] not in lost_offsets]
+        # verify on the repaired (writable) log: the gap itself
+        report = verify_log(manager.get_log(TOPIC, 0))
+        gaps = [p for p in report.problems if p.kind == "offset-gap"]
+        assert [(p.path, p.offset) for p in gaps] == [(str(victim), first_lost)], report
+    assert sorted(p.name for p in (work / f"{TOPIC}-0").glob("*.log")) == segments_before
+
+    # and seglog verify keeps reporting the gap on later runs (the load has nothing left to say)
+    status = seglog_main(["--data-dir", str(work), "verify", "--json", TOPIC])
+    problems = json.loads(capsys.readouterr().out)["partitions"][0]["problems"]
+    assert status == 1
+    assert [(p["kind"], p["path"], p["offset"]) for p in problems] == [
+        ("offset-gap", str(victim), first_lost)
+    ], problems

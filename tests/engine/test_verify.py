@@ -25,6 +25,7 @@ from seglog.engine.verify import (
     KIND_INDEX_ENTRY,
     KIND_OFFSET_ORDER,
     KIND_OFFSET_RANGE,
+    KIND_RECORDS_LOST,
     KIND_TIME_INDEX_ENTRY,
     KIND_TOMBSTONE_WITHOUT_HORIZON,
     KIND_TORN_TAIL,
@@ -232,9 +233,14 @@ def test_crc_damage_found_after_an_unclean_open_cut_it_in_memory(
     assert log.load_report.truncated_bytes > 0 and len(log.segments) == 2
     report = verify_log(log)
     log.close()
-    assert kinds(report) == [KIND_CRC] + [KIND_DROPPED_SEGMENT] * (len(logs) - 2)
+    # the damage, the segments left out, and the load's report of the records lost
+    assert kinds(report) == [KIND_CRC] + [KIND_DROPPED_SEGMENT] * (len(logs) - 2) + [
+        KIND_RECORDS_LOST
+    ]
     assert (report.problems[0].path, report.problems[0].position) == (str(logs[1]), position)
-    assert [p.path for p in report.problems[1:]] == [str(p) for p in logs[2:]]
+    assert [p.path for p in report.problems[1:-1]] == [str(p) for p in logs[2:]]
+    lost = report.problems[-1]
+    assert lost.path == str(logs[1]) and "lost" in lost.message and "removed" in lost.message
 
 
 def test_torn_tail_on_the_active_segment(tmp_path: Path, clock: ManualClock) -> None:

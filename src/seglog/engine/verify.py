@@ -49,11 +49,20 @@ Checks and the ``kind`` each reports:
    numpy arrays (two uint64 columns plus the int64 offset: 24 bytes per keyed record below the
    checkpoint, rather than about 100 for a Python set of ``bytes``) and sorted once at the
    end (``np.lexsort``). A collision of 128-bit hashes is not a practical concern.
-5. **What opening the log found** (read-only logs only). A read-only open repairs in memory
+5. **Gaps** (logs that are not compacted). ``offset-gap``: a closed segment whose last batch
+   ends below the next segment's base offset. Segments of a delete-policy log follow on
+   without a gap (a roll starts the new segment at the log end offset), so the offsets in
+   between are records lost, e.g. a ``.log`` cut at a batch boundary; a compacted log has
+   such gaps by design and is not checked (nor is a log that was compacted before its
+   policy became ``delete``, which the message mentions).
+6. **What opening the log found** (read-only logs only). A read-only open repairs in memory
    and leaves the files as they are, so what it repaired is still on disk and is reported:
    a segment recovery cut short is scanned up to its size on disk (the damage is then found
    by check 1, at its exact position); an index rebuilt because it contradicted its log is
-   ``index-entry``; a segment left out after a cut is ``dropped-segment``. A writable open
+   ``index-entry``; a segment left out after a cut is ``dropped-segment``; records the load
+   found lost (:attr:`~seglog.storage.loader.LoadReport.lost_ranges`: a segment cut, or a
+   ``.log`` that ends before the offsets its index names) are ``records-lost``, naming the
+   offset range (a gap reported so is not reported again as ``offset-gap``). A writable open
    already repaired the files, so its load report is history and is not repeated.
 
 Index entries are read through the index objects' public lookups: with strictly increasing
@@ -105,6 +114,8 @@ KIND_LOG_END_OFFSET = "log-end-offset"
 KIND_INDEX_ENTRY = "index-entry"
 KIND_TIME_INDEX_ENTRY = "time-index-entry"
 KIND_DROPPED_SEGMENT = "dropped-segment"
+KIND_OFFSET_GAP = "offset-gap"
+KIND_RECORDS_LOST = "records-lost"
 KIND_DUPLICATE_KEY = "duplicate-key"
 KIND_TOMBSTONE_WITHOUT_HORIZON = "tombstone-without-horizon"
 KIND_EXPIRED_TOMBSTONE = "expired-tombstone"
@@ -482,6 +493,7 @@ class _Verifier:
         self.hasher = OffsetMap(2 * 24, 1.0)
         self.key_offsets: list[Int64Array] = []
         self.rebuilt_in_memory: set[int] = set()  # segments a read-only open recovered
+        self.reported_lost: set[tuple[str, int]] = set()  # (file name, first offset) reported
 
     def run(self) -> VerifyReport:
         """Every check, in segment order; the report."""
@@ -495,6 +507,8 @@ class _Verifier:
             next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
             scan_end = max(segment.size, size_on_disk.get(segment.base_offset, 0))
             active_last, active_complete = self._check_segment(segment, next_base, scan_end)
+            if next_base is not None and active_complete and not log.config.is_compacted:
+                self._check_gap(segment, active_last, next_base)
         if segments and active_complete:
             active = segments[-1]
             expected = active.base_offset if active_last is None else active_last + 1
@@ -520,6 +534,15 @@ class _Verifier:
                 "left out of the log when it was opened, after a damaged segment before it "
                 "(its offsets would not follow on); not checked",
             )
+        if not log.writable:
+            for lost in log.load_report.lost_ranges:
+                self.problems.add(
+                    KIND_RECORDS_LOST,
+                    log.directory / lost.file,
+                    None,
+                    lost.first_offset,
+                    f"{lost} (found when the log was opened; the files are unchanged)",
+                )
         if self.key_checkpoint is not None:
             self._check_duplicate_keys(segments)
         totals = self.totals
@@ -531,6 +554,21 @@ class _Verifier:
             totals.bytes,
             tuple(self.problems.kept),
             self.problems.omitted,
+        )
+
+    def _check_gap(self, segment: LogSegment, last_offset: int | None, next_base: int) -> None:
+        """Check 5: a closed segment of a log that is not compacted ends right below the next."""
+        end = segment.base_offset if last_offset is None else last_offset + 1
+        if end >= next_base or (segment.log_path.name, end) in self.reported_lost:
+            return
+        self.problems.add(
+            KIND_OFFSET_GAP,
+            segment.log_path,
+            segment.size,
+            end,
+            f"offsets {end}-{next_base - 1} are in no segment: the segment ends there and the "
+            f"next one starts at {next_base}; records were lost (a delete-policy log has no "
+            "gaps, unless it was compacted before its cleanup.policy became delete)",
         )
 
     def _dropped_after_a_cut(self) -> list[int]:
@@ -559,6 +597,7 @@ class _Verifier:
                 f"{reason}: the index contradicts its log (rebuilt in memory when the log was "
                 "opened; the file is unchanged)",
             )
+        self.reported_lost = {(lost.file, lost.first_offset) for lost in report.lost_ranges}
         return {
             r.base_offset: r.valid_bytes + r.truncated_bytes
             for r in report.recovered

@@ -29,6 +29,18 @@ Steps, in order (each says what a crash in the middle leaves for the next start)
    one holding the recovery point to the end is validated batch by batch (CRC, sizes,
    offsets), its indexes rebuilt, and its ``.log`` cut at the first bad byte. When a segment
    was cut, every later segment is removed: their offsets would no longer follow on.
+   A segment below that range is recovered only when step 3 distrusted its index (damage to
+   a closed segment, after a clean shutdown too); a cut there keeps the later segments, as
+   Kafka's loader does. **Records lost** to either are reported in
+   :attr:`LoadReport.lost_ranges` with the missing offset range: a segment cut at its first
+   bad batch loses the offsets up to the next segment's base (or, when later segments were
+   removed, everything after the cut); a ``.log`` cut exactly at a batch boundary leaves no
+   bad byte, so the loss shows only as an index naming offsets past the ``.log``'s last batch
+   (step 3 saw that contradiction): the range from the segment's new end to the next
+   segment's base (to the last indexed offset for the last segment) is reported. (A
+   compacted segment may legitimately end below the next base; only this evidence, never a
+   gap alone, makes the loader report a loss. ``seglog verify`` reports gaps of a
+   delete-policy log whatever their cause.)
 5. **Bounds.** With no segment left, an empty one is created at the log start offset; the
    log end offset is the last segment's next offset; when it is below the checkpointed log
    start offset the log restarts empty there. The recovery point becomes the log end offset
@@ -47,7 +59,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seglog.errors import InvalidFileNameError
+from seglog.errors import InvalidFileNameError, SeglogError
 from seglog.format.names import (
     CLEANED_SUFFIX,
     DELETED_SUFFIX,
@@ -64,6 +76,7 @@ from seglog.storage.segment import LogSegment, SegmentRecovery
 
 INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 INT32_MAX = (1 << 31) - 1
+INT64_MAX = (1 << 63) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +100,21 @@ class SegmentSettings:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class LostRange:
+    """Offsets a load found lost: ``first_offset`` to ``last_offset`` (inclusive; None: to the
+    end of the log before the load) of the segment file ``file``, and why."""
+
+    file: str
+    first_offset: int
+    last_offset: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        upper = "the old log end" if self.last_offset is None else str(self.last_offset)
+        return f"{self.file}: records at offsets {self.first_offset}-{upper} lost ({self.reason})"
+
+
 @dataclass(slots=True)
 class LoadReport:
     """What loading a partition directory did (for logs, ``seglog`` output and tests)."""
@@ -98,6 +126,7 @@ class LoadReport:
     recovered: list[SegmentRecovery] = field(default_factory=list)
     dropped_segments: list[int] = field(default_factory=list)
     rebuilt_indexes: list[str] = field(default_factory=list)  # damaged indexes, and why
+    lost_ranges: list[LostRange] = field(default_factory=list)  # records lost, see step 4
     bytes_read_for_recovery: int = 0
 
     @property
@@ -121,6 +150,7 @@ class LoadReport:
             parts.append(f"rebuilt {len(self.rebuilt_indexes)} damaged index(es)")
         if self.dropped_segments:
             parts.append(f"dropped {len(self.dropped_segments)} segment(s) after a cut")
+        parts.extend(f"RECORDS LOST: {lost}" for lost in self.lost_ranges)
         return "; ".join(parts)
 
 
@@ -216,8 +246,9 @@ def _complete_swaps(
 
 def _open_segments(
     directory: Path, settings: SegmentSettings, now_ms: int, writable: bool, report: LoadReport
-) -> tuple[list[LogSegment], set[int]]:
-    """Step 3: every live ``.log`` as a segment; returns them and the bases missing an index."""
+) -> tuple[list[LogSegment], dict[int, int | None]]:
+    """Step 3: every live ``.log`` as a segment; returns them and the bases whose indexes are
+    missing (None) or distrusted (the highest offset they name)."""
     logs: dict[int, Path] = {}
     index_files: list[tuple[int, Path]] = []
     for path in directory.iterdir():
@@ -235,7 +266,7 @@ def _open_segments(
         if offset not in logs and writable:
             _remove(path, report)
     segments: list[LogSegment] = []
-    missing_index: set[int] = set()
+    missing_index: dict[int, int | None] = {}
     bases = sorted(logs)
     try:
         for i, base in enumerate(bases):
@@ -243,10 +274,10 @@ def _open_segments(
             segments.append(segment)
             next_base = bases[i + 1] if i + 1 < len(bases) else None
             if not segment.offset_index.exists:
-                missing_index.add(base)
+                missing_index[base] = None
             elif (problem := _index_problem(segment, next_base)) is not None:
                 report.rebuilt_indexes.append(problem)
-                missing_index.add(base)
+                missing_index[base] = _highest_indexed_offset(segment)
     except BaseException:
         _release_all(segments)
         raise
@@ -271,6 +302,17 @@ def _index_problem(segment: LogSegment, next_base: int | None) -> str | None:
     return None
 
 
+def _highest_indexed_offset(segment: LogSegment) -> int | None:
+    """The highest offset the segment's index files name (None when they name none)."""
+    try:
+        offset = segment.offset_index.last_entry()[0] if segment.offset_index.entries else None
+        time_offset = segment.time_index.last_entry()[1] if segment.time_index.entries else None
+    except (SeglogError, OSError):
+        return None
+    named = [o for o in (offset, time_offset) if o is not None]
+    return max(named) if named else None
+
+
 def _release_all(segments: list[LogSegment]) -> None:
     """Close every handle of ``segments`` without writing (a load that failed part way:
     nothing it opened may stay open; the files are left for the next load)."""
@@ -281,27 +323,69 @@ def _release_all(segments: list[LogSegment]) -> None:
 def _recover_from(
     segments: list[LogSegment],
     first: int,
-    always: set[int],
+    always: dict[int, int | None],
     report: LoadReport,
 ) -> list[LogSegment]:
-    """Step 4: recover ``segments[first:]`` (plus any base in ``always``); cut after a bad one."""
+    """Step 4: recover ``segments[first:]`` (plus any base in ``always``, mapped to the highest
+    offset its distrusted index named); cut after a bad one; report lost records."""
     kept: list[LogSegment] = []
     for i, segment in enumerate(segments):
-        if i < first and segment.base_offset not in always:
+        base = segment.base_offset
+        if i < first and base not in always:
             kept.append(segment)
             continue
         report.bytes_read_for_recovery += segment.size
         result = segment.recover()
         report.recovered.append(result)
         kept.append(segment)
-        if result.truncated_bytes:
-            for later in segments[i + 1 :]:
-                report.dropped_segments.append(later.base_offset)
-                if later.writable:
-                    later.delete_files()
+        later = segments[i + 1 :]
+        end = base if result.next_offset is None else result.next_offset
+        next_base = later[0].base_offset if later else None
+        name = segment.log_path.name
+        if result.truncated_bytes and later and i >= first:
+            for dropped in later:
+                report.dropped_segments.append(dropped.base_offset)
+                if dropped.writable:
+                    dropped.delete_files()
                 else:
-                    later.close()
+                    dropped.close()
+            report.lost_ranges.append(
+                LostRange(
+                    name,
+                    end,
+                    None,
+                    f"{result.truncated_bytes} bytes cut at position {result.valid_bytes} "
+                    f"({result.end_reason}); the {len(later)} later segment(s) from offset "
+                    f"{later[0].base_offset} were removed",
+                )
+            )
             break
+        claimed = always.get(base)
+        if result.truncated_bytes and next_base is not None:
+            report.lost_ranges.append(
+                LostRange(
+                    name,
+                    end,
+                    next_base - 1,
+                    f"closed segment cut at its last valid batch, position "
+                    f"{result.valid_bytes} ({result.end_reason}; {result.truncated_bytes} bytes "
+                    "dropped)",
+                )
+            )
+        elif claimed is not None and end <= claimed < (
+            INT64_MAX if next_base is None else next_base
+        ):
+            # (an index naming an offset of a later segment is damage of the index itself)
+            upper = claimed if next_base is None else next_base - 1
+            report.lost_ranges.append(
+                LostRange(
+                    name,
+                    end,
+                    upper,
+                    f"its index names offset {claimed} but the .log ends with offset {end - 1} "
+                    f"at position {result.valid_bytes}: the .log lost its tail",
+                )
+            )
     return kept
 
 
@@ -347,7 +431,7 @@ def _finish_load(
     directory: Path,
     settings: SegmentSettings,
     segments: list[LogSegment],
-    missing_index: set[int],
+    missing_index: dict[int, int | None],
     report: LoadReport,
     *,
     recovery_point: int,
