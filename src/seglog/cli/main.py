@@ -45,6 +45,7 @@ from seglog.cli import (
     verify,
 )
 from seglog.cli.common import add_global_options
+from seglog.cli.help_text import use_terminal_help
 from seglog.errors import SeglogError, UnknownTopicError
 
 PROG = "seglog"
@@ -95,6 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         module.register(subparsers)
     for name in PLUGINS:
         importlib.import_module(name).register(subparsers)
+    use_terminal_help(parser)  # docstrings as descriptions: no reStructuredText markup shown
     return parser
 
 
