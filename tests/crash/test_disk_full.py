@@ -8,7 +8,9 @@ modes: ``enospc`` (a full disk: operation n and every later write, fsync and mkd
 space returns) and ``eio`` (only operation n fails). After the failure:
 
 * the error is an ``OSError`` or one of seglog's typed errors (for ``clean_once``, which
-  catches errors per partition, the result's error text says ``[Errno 28]``/``[Errno 5]``);
+  catches errors per partition, the result's error text says ``[Errno 28]``/``[Errno 5]``
+  or the OS's words for it); the fault points are every operation of
+  :mod:`seglog.storage.fileops`, opens, creations and truncations included;
 * ``resume``: space returns (the hook is removed) and the same manager runs the operation
   again; it succeeds and its result is the one of the run without faults; the manager
   closes cleanly;
@@ -23,7 +25,7 @@ space returns) and ``eio`` (only operation n fails). After the failure:
 Part two mounts a real 2 MiB tmpfs (we may be root in the test machine; skipped with the
 reason when mounting is refused) and fills it until ``ENOSPC`` really happens.
 
-Bugs found this way are kept as strict xfails (``BUG:`` in the reason).
+Bugs found this way are kept as strict xfails in ``KNOWN_BUGS`` until fixed (none is open).
 """
 
 from __future__ import annotations
@@ -783,30 +785,9 @@ def finish(failures: list[str]) -> None:
 
 
 # --- part one: the fault layer -------------------------------------------------------------------
-BUG_CLEAN_SWAP = (
-    "BUG: an error (EIO, or ENOSPC from a rename) inside Log.replace_segments after the "
-    ".cleaned -> .swap renames makes Cleaner._clean_group's `except BaseException: "
-    "cleaned.delete_files()` unlink the new segment (then .swap or already live) while the "
-    "old segments it replaces are out of the segment list and renamed .deleted: reads of "
-    "that range fail in-process (UnreadableFileError: segment is closed), close() still "
-    "writes the clean-shutdown marker, and after reopen the group's records are gone "
-    "(acknowledged latest values lost); fault points: the .deleted renames of the old "
-    "segments, the .swap -> live renames and the directory fsync after them"
-)
-BUG_COMPACT_RUNNING = (
-    "BUG: CompactionService.compact writes the RUNNING status before its try/finally: when "
-    "that write fails (fault points 1-4: status.json.tmp write/fsync, rename, directory "
-    "fsync) the partition stays in _running, and every later compact() of the manager "
-    "raises CompactionRunningError ('already running') even after space returns"
-)
-BUG_COMPACT_PUBLISHED_REMOVED = (
-    "BUG: an error at the directory fsync after published.json was renamed into place "
-    "(fault point 21/26) makes Compactor.compact's `except BaseException: "
-    "store.remove_copy(run.copy)` delete the copy that published.json now names: every "
-    "read-compacted read then raises FileNotFoundError (no path in the message), in-process "
-    "and after reopen (recover() keeps the publication), and compact() with new data raises "
-    "FileNotFoundError forever (_open_copy); with no new data it is a no-op, so nothing heals"
-)
+# (scenario, variant) -> a bug still open, run as a strict xfail; the six bugs this test
+# found (swap, RUNNING status, published copy removed, torn append, close leaks, unnamed
+# errors) are fixed and their cases pass.
 KNOWN_BUGS: dict[tuple[str, str], str] = {}
 MAIN_CASES = [
     pytest.param(
@@ -829,18 +810,6 @@ def test_disk_fault_at_every_operation(scratch: Path, name: str, variant: str) -
     scenario = SCENARIOS[name]
     ref = reference(name, scratch)
     finish(run_all(scenario, ref, scratch, variant))
-
-
-BUG_TORN_APPEND = (
-    "BUG: a short write (the disk fills in the middle of a batch: pwritev writes part of it, "
-    "then ENOSPC) leaves the partial batch in the active .log past LogSegment.size, and "
-    "nothing cuts it. Once space returns, close() succeeds and writes the clean-shutdown "
-    "marker; the next open skips recovery and fails: open_log_dirs raises "
-    "CorruptRecordError '... .log at position P: torn tail' from LogSegment.next_offset "
-    "(loader step 5), so the log does not reopen. When appends went on after space "
-    "returned, the junk lies after the new batches ('impossible entry size'), so those "
-    "acknowledged records are unreachable too"
-)
 
 
 def test_short_append_write_then_space_returns(scratch: Path) -> None:
@@ -896,12 +865,6 @@ def test_short_write_of_a_large_batch_then_smaller_appends(scratch: Path) -> Non
 
 
 # --- closing and opening while the disk is full ---------------------------------------------------
-BUG_CLOSE_LEAKS = (
-    "BUG: when LogManager.close() fails (ENOSPC at a log's flush/index trim, or a checkpoint "
-    "write) it still marks the manager closed and releases the lock, but the logs after the "
-    "failing one (and the failing one) keep their segment descriptors open; abort() is then "
-    "a no-op, so nothing can close them (a full disk: every close fails this way)"
-)
 
 
 needs_proc_fds = pytest.mark.skipif(
@@ -965,14 +928,6 @@ def test_failed_open_on_a_full_disk_releases_descriptors(scratch: Path) -> None:
         assert not leaked, f"{len(leaked)} descriptors left open: {leaked[:4]}"
     finally:
         close_fds_opened_since(fds, data)
-
-
-BUG_UNNAMED_ERRORS = (
-    "BUG: errors.py says anything a disk can cause raises a typed error naming the file; "
-    "Log.append (and flush, roll, close, the cleaner's .cleaned writes) let the bare "
-    "OSError of os.pwritev/os.pwrite/os.fsync through: '[Errno 28] No space left on "
-    "device', no file name, not a SeglogError (clean_once's result error likewise)"
-)
 
 
 def test_append_error_on_a_full_disk_names_the_segment(scratch: Path) -> None:

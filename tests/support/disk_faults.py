@@ -1,9 +1,10 @@
 """Disk-full and I/O-error injection for seglog's storage layer, and what a test checks after.
 
-The storage layer calls :func:`seglog.storage.fault_points.reached` right *before* each
-operation that changes files (``write``, ``fsync``, ``fsync-dir``, ``rename``, ``unlink``,
-``utime``, ``mkdir``). :class:`DiskFault` is a hook for it that raises an :class:`OSError`
-at the n-th operation (1-based), as the operation itself would have failed:
+The storage layer's one file interface (:mod:`seglog.storage.fileops`) calls
+:func:`seglog.storage.fault_points.reached` right *before* each file operation (``open``,
+``create``, ``write``, ``truncate``, ``fsync``, ``fsync-dir``, ``rename``, ``unlink``,
+``mkdir``, ``rmtree``, ``utime``). :class:`DiskFault` is a hook for it that raises an
+:class:`OSError` at the n-th operation (1-based), as the operation itself would have failed:
 
 * ``sticky=True`` (a full disk): from the n-th operation on, every operation that needs
   space (``write``, ``fsync``, ``mkdir``) fails too, until the hook is removed ("space
@@ -14,9 +15,10 @@ at the n-th operation (1-based), as the operation itself would have failed:
   a batch is appended to the file first, as a short ``pwritev`` leaves it when the disk
   fills in the middle of a batch (what a real tmpfs does, see ``test_disk_full.py``).
 
-The error looks like the one the real call raises: ``os.replace``/``os.unlink``/
-``os.mkdir``/``os.utime`` name the path (``OSError.filename``); ``os.pwritev``/``os.fsync``
-on a descriptor do not.
+The error looks like the one the real call raises: path-based calls (``os.open``,
+``os.replace``, ``os.unlink``, ``os.mkdir``, ``os.utime``, ``rmtree``) name the path
+(``OSError.filename``); ``os.pwritev``/``os.ftruncate``/``os.fsync`` on a descriptor do not
+(``fileops`` then raises ``StorageWriteError`` naming the file).
 
 Also here: :func:`leftovers` (transient files a reopened directory must not hold),
 :func:`drain_flushes` (wait for the background flush that follows a roll), and
@@ -41,7 +43,7 @@ from seglog.errors import SeglogError
 from seglog.storage.compacted_copy import COMPACTION_DIR, COPY_PREFIX, CompactedCopyStore
 
 SPACE_OPERATIONS = frozenset({"write", "fsync", "mkdir"})
-PATH_OPERATIONS = frozenset({"rename", "unlink", "utime", "mkdir"})
+PATH_OPERATIONS = frozenset({"open", "create", "rename", "unlink", "utime", "mkdir", "rmtree"})
 LEFTOVER_SUFFIXES = (".cleaned", ".swap", ".deleted", ".tmp")
 # What a short write leaves: the first 30 bytes of a v2 batch of 1012 bytes (offset, length,
 # then zeros): a torn entry at the end of the .log.
