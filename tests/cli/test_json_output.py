@@ -3,12 +3,15 @@ and nothing else printed (no progress bar even when bars are forced)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cli_support import Cli, Result
+
+from seglog.cli.main import build_parser
 
 CLEAN_STATUS_KEYS = {
     "topic", "partition", "state", "dirty_ratio", "min_cleanable_dirty_ratio", "cleanable",
@@ -144,3 +147,35 @@ def test_log_dirs_and_metrics(topics: Cli, data_dir: Path) -> None:
     metrics = document(topics.run("metrics", "--json"))
     names = [m["name"] for m in metrics["metrics"]]
     assert "kafka_log_Log_Size" in names and len(names) == len(set(names))
+
+
+#: Every command that inspects (reads, reports or plans) and what it is: each takes --json.
+INSPECTION_COMMANDS = [
+    ("topics", "list"),
+    ("topics", "describe"),
+    ("log-dirs", "describe"),
+    ("cleaner", "status"),
+    ("clean",),  # --dry-run: the plan
+    ("retention",),  # --dry-run: the plan
+    ("compaction-status",),
+    ("compact",),
+    ("delete-records",),
+    ("verify",),
+    ("metrics",),
+    ("dump-log",),
+    ("demo",),
+    ("spark", "stats"),
+    ("spark", "compact"),
+]
+
+
+@pytest.mark.parametrize("path", INSPECTION_COMMANDS, ids=" ".join)
+def test_every_inspection_command_takes_json(path: tuple[str, ...]) -> None:
+    """The parser of each inspection command accepts ``--json`` (the runs above and in the
+    commands' own tests check what it prints)."""
+    parser = build_parser()
+    for word in path:
+        (subparsers,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        parser = subparsers.choices[word]
+    options = {option for action in parser._actions for option in action.option_strings}
+    assert "--json" in options, path
