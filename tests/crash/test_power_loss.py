@@ -1,6 +1,8 @@
 """Power loss: a workload crashes at a random file operation, every write that was not
-fsynced is dropped (:class:`seglog.testing.power_loss.PowerLoss`), the directory reopens
-(unclean shutdown: recovery), and every record acknowledged as flushed reads back.
+fsynced is dropped and directory operations (creations, renames, unlinks, mkdir, rmtree) not
+yet made durable by a directory fsync are undone, a random suffix of them
+(:class:`seglog.testing.power_loss.PowerLoss`); the directory reopens (unclean shutdown:
+recovery), and every record acknowledged as flushed reads back.
 
 The workload, on a fresh copy of a data directory closed cleanly after some records: appends
 keyed records to a delete-policy topic and a compacted topic (small segments, so rolls and
@@ -24,9 +26,8 @@ import pytest
 
 from seglog.clock import ManualClock
 from seglog.engine.log_manager import LogManager, open_log_dirs
-from seglog.storage import fault_points
 from seglog.storage.log_dir import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
-from seglog.testing.crash import SimulatedCrash, close_fds_opened_since, open_fds
+from seglog.testing.crash import SimulatedCrash, close_fds_opened_since, installed, open_fds
 from seglog.testing.power_loss import PowerLoss
 from support.reliability import record_figures, scaled
 
@@ -122,34 +123,39 @@ def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run_trial(template: Path, work_dir: Path, seed: int) -> dict[str, Any]:
     root = work_dir / f"trial-{seed}"
+    stash = work_dir / f"stash-{seed}"
     shutil.copytree(template, root)
     clock = ManualClock(T0)
     work = Workload(seed)
     crash_at = random.Random(seed).randint(1, 400)
-    hook = PowerLoss(crash_at)
+    hook = PowerLoss(crash_at, stash_dir=stash, seed=seed)
     before = open_fds()
     manager = open_log_dirs([root], clock=clock)
-    previous = fault_points.set_hook(hook)
-    try:
+    with installed(hook):
         try:
             for i in range(200):
                 work.step(manager, clock, i)
         except SimulatedCrash:
             pass
         manager.abort()  # writes nothing (the dead hook would raise)
-    finally:
-        fault_points.set_hook(previous)
     del manager
     close_fds_opened_since(before, root)
-    lost = hook.cut_power() if hook.crashed else []
-    check(root, work)
-    shutil.rmtree(root)
+    undurable = len(hook.undurable)
+    lost = hook.cut_power(root) if hook.crashed else []
+    try:
+        check(root, work)
+    finally:
+        shutil.rmtree(root)
+        shutil.rmtree(stash, ignore_errors=True)
     return {
         "crashed": hook.crashed,
         "lost_files": len(lost),
         "lost_bytes": sum(before - after for _, before, after in lost),
         "operations": hook.count,
         "acknowledged": work.acked_events + work.acked_prices,
+        "undurable_directory_operations": undurable,
+        "directory_operations_undone": len(hook.undone),
+        "undone_kinds": sorted({entry.kind for entry in hook.undone}),
     }
 
 
@@ -157,6 +163,7 @@ def test_power_loss_keeps_every_acknowledged_record(template: Path, tmp_path: Pa
     outcomes = [run_trial(template, tmp_path, seed) for seed in range(TRIALS)]
     assert sum(o["crashed"] for o in outcomes) >= TRIALS // 2, outcomes
     assert any(o["lost_files"] for o in outcomes), "some trial must drop unflushed writes"
+    assert any(o["directory_operations_undone"] for o in outcomes), "no directory op undone"
     record_figures(
         "power_loss",
         trials=len(outcomes),
@@ -165,4 +172,25 @@ def test_power_loss_keeps_every_acknowledged_record(template: Path, tmp_path: Pa
         unflushed_bytes_dropped=sum(o["lost_bytes"] for o in outcomes),
         acknowledged_records_checked=sum(o["acknowledged"] for o in outcomes),
         acknowledged_records_lost=0,
+        directory_operations_undone=sum(o["directory_operations_undone"] for o in outcomes),
+        undone_kinds=sorted({kind for o in outcomes for kind in o["undone_kinds"]}),
     )
+
+
+def test_a_log_that_skips_its_directory_fsync_loses_acknowledged_records(
+    template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The mutant: ``Log.flush`` (and the roll's background flush) no longer fsync the
+    partition directory. A new segment's name is then not durable when its records are
+    acknowledged, and some power cut (undoing the creation) loses them: the model bites."""
+    import seglog.engine.log as log_module
+
+    monkeypatch.setattr(log_module, "fsync_directory", lambda directory: None)
+    caught = []
+    for seed in range(40):
+        try:
+            run_trial(template, tmp_path, seed)
+        except AssertionError as exc:
+            caught.append((seed, str(exc)[:200]))
+            break
+    assert caught, "40 power cuts of a log without directory fsyncs lost nothing"
