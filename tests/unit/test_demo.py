@@ -13,7 +13,7 @@ import pytest
 from kafka.partitioner.default import murmur2
 from kafka.record import MemoryRecords
 
-from seglog.cli.demo import STATS_COLUMNS, readable_reason, stats_table_lines
+from seglog.cli.demo import STATS_COLUMNS, readable_reason, spark_lines, stats_table_lines
 from seglog.cli.main import main
 
 SMALL = ["--updates", "4000", "--events", "3000", "--tickers", "40", "--no-spark", "--json"]
@@ -204,3 +204,34 @@ def test_demo_without_java_says_what_to_install(
     err = capsys.readouterr().err
     assert "Java" in err and "install" in err and "seglog demo --no-spark" in err
     assert not (tmp_path / "data").exists()
+
+
+def test_demo_spark_summary_lines_fit_a_terminal() -> None:
+    """The Spark part of the text summary, from the figures the Spark step returns."""
+    figures = {
+        "master": "local[*]",
+        "rows_read": 30300,
+        "latest": {"tickers": 285, "delisted": 15},
+        "ticker_summary": {"rows_written": 285},
+        "steps_seconds": {"session": 9.3, "read": 12.5, "sink": 5.7, "compaction job": 2.4},
+        "export": {"rows": 285, "path": "/data-exports/stock-prices"},
+        "stats": [
+            {
+                "topic": "stock-prices",
+                "partition": 0,
+                "records": 99,
+                "distinct_keys": 99,
+                "duplicates": 0,
+                "tombstones": 0,
+                "dirty_ratio": 0.0,
+                "size_bytes": 3515,
+                "segments": 4,
+            },
+        ],
+    }
+    lines = spark_lines(figures)
+    assert lines[0].startswith("  spark     local[*]: read 30,300 records of stock-prices")
+    assert "285 listed tickers, 15 delisted; wrote 285 rows to ticker-summary" in lines[1]
+    assert lines[-1].split() == ["stock-prices", "0", "99", "99", "0", "0", "0.00", "3.4",
+                                 "KiB", "4"]  # fmt: skip
+    assert max(len(line) for line in lines) <= 120

@@ -717,7 +717,8 @@ def spark_lines(spark: dict[str, Any]) -> list[str]:
     e = spark["export"]
     out = [
         f"  spark     {spark['master']}: read {spark['rows_read']:,} records of {PRICES} (the "
-        f"cleaned log and the new updates): {spark['latest']['tickers']} listed tickers, "
+        f"cleaned log and the new updates) with the source:",
+        f"            {spark['latest']['tickers']} listed tickers, "
         f"{spark['latest']['delisted']} delisted; wrote "
         f"{spark['ticker_summary']['rows_written']} rows to {SUMMARY} with the sink",
         "            steps: "
