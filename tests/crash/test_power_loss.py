@@ -11,7 +11,8 @@ their background flushes happen), calls ``Log.flush()`` now and then (what retur
 runs a cleaner pass on the compacted topic. Invariants after the reopen: the log opens;
 offsets strictly increase; on the delete-policy topic every acknowledged record is there with
 its offset, key and value; on the compacted topic every key's last acknowledged value is still
-its latest value, or a later write of it is there; no ``.cleaned``/``.swap``/``.deleted`` or
+its latest value, or a later write of it is there; ``verify_log`` finds no problem (indexes
+agree with the log, no gap in the delete-policy log); no ``.cleaned``/``.swap``/``.deleted`` or
 temporary file survives recovery; no checkpoint is ahead of the data.
 """
 
@@ -26,6 +27,7 @@ import pytest
 
 from seglog.clock import ManualClock
 from seglog.engine.log_manager import LogManager, open_log_dirs
+from seglog.engine.verify import verify_log
 from seglog.storage.log_dir import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 from seglog.testing.crash import SimulatedCrash, close_fds_opened_since, installed, open_fds
 from seglog.testing.power_loss import PowerLoss
@@ -105,6 +107,9 @@ def check(root: Path, work: Workload) -> None:
         for key, offset in last_acked.items():
             assert key in latest and latest[key][0] >= offset, (key, offset, latest.get(key))
         for log in (events, prices):
+            # indexes agree with the log, framing and CRCs hold, no gap in the delete log
+            report = verify_log(log)
+            assert report.ok, [(p.kind, p.path, p.message) for p in report.problems]
             for name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT):
                 text = (root / name).read_text().splitlines()[2:]
                 for line in text:
