@@ -21,6 +21,11 @@ stamping ``partitionLeaderEpoch`` (both outside the CRC). With ``CreateTime`` th
 ``maxTimestamp`` is trusted: it is covered by the CRC, and decoding every record only to
 recompute it would cost the append path a full record scan (Kafka recomputes it; a producer
 that writes a wrong max harms only its own time lookups).
+
+The CRC check may be deferred (``defer_crc``): the header walk then assigns offsets without
+it, and the caller runs :func:`check_batch_crcs` while the bytes are being written, cutting
+them back if it fails (the engine's pipelined append, for large chunks of a topic with no
+record-level checks). Every other rule is still checked before anything is written.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from seglog.format.batch import (
 )
 from seglog.format.columnar import scan_columns
 from seglog.format.crc import crc32c_fast as crc32c
+from seglog.format.crc import crc32c_releasing_gil
 
 LEADER_EPOCH = 0  # a single node is always the leader of epoch 0
 INT64_MAX = (1 << 63) - 1
@@ -81,6 +87,15 @@ class ValidatedAppend(NamedTuple):
     max_timestamp: int
     spans: list[BatchSpan]
     record_count: int
+    crc_deferred: bool = False  # the CRCs are still to be checked (check_batch_crcs)
+
+
+def needs_record_checks(config: LogConfig) -> bool:
+    """True when an append's records must be decoded (keys on a compacted topic, CreateTime
+    bounds); such an append is checked whole before it is written."""
+    return config.is_compacted or (
+        config.message_timestamp_type != "LogAppendTime" and has_timestamp_bounds(config)
+    )
 
 
 def has_timestamp_bounds(config: LogConfig) -> bool:
@@ -102,14 +117,18 @@ def validate_append(
     log_end_offset: int,
     now_ms: int,
     where: str,
+    defer_crc: bool = False,
 ) -> ValidatedAppend:
     """Check every batch of a producer's chunk and assign offsets in a private copy.
 
     The walk unpacks each 61-byte header once with :mod:`struct` and checks the CRC with one
     ``crc32c`` call: no object per batch beyond its :class:`BatchSpan` (this is the append
-    hot path; see BENCHMARKS.md).
+    hot path; see BENCHMARKS.md). With ``defer_crc`` the CRCs are left to
+    :func:`check_batch_crcs` (``crc_deferred`` says so); it is ignored, and every CRC checked
+    here, when the append needs record checks or rewrites batches (``LogAppendTime``).
     """
     log_append = config.message_timestamp_type == "LogAppendTime"
+    defer_crc = defer_crc and not needs_record_checks(config) and not log_append
     out: bytes | bytearray | memoryview = bytearray(data) if log_append else data
     view = memoryview(out)
     total = len(out)
@@ -120,41 +139,30 @@ def validate_append(
     records = 0
     max_bytes = config.max_message_bytes
     unpack = _CHECKED_FIELDS.unpack_from
+    pack_prefix = _OFFSET_AND_LENGTH_AND_EPOCH.pack
+    add_buffer, add_span = buffers.append, spans.append
     position = 0
     while position < total:
         if total - position < RECORD_BATCH_OVERHEAD:
             raise _corrupt(where, position, f"torn batch: {total - position} bytes left")
         length, magic, crc, attributes, delta, batch_max, count = unpack(out, position)
         size = length + LOG_OVERHEAD
-        if magic != MAGIC_V2:
-            raise InvalidRecordError(
-                f"{where}: batch at position {position} has magic {magic}; seglog accepts "
-                f"only magic 2"
-            )
-        if length < MIN_BATCH_LENGTH:
-            raise _corrupt(where, position, f"batch length {length} is below {MIN_BATCH_LENGTH}")
-        if position + size > total:
-            raise _corrupt(
-                where, position, f"torn batch: {total - position} bytes of {size} are present"
-            )
-        if size > max_bytes:
-            raise RecordTooLargeError(
-                f"{where}: batch at position {position} is {size} bytes, above "
-                f"max.message.bytes {max_bytes}"
-            )
         end = position + size
-        if crc32c(view[position + ATTRIBUTES_OFFSET : end]) != crc:
+        if (
+            magic != MAGIC_V2
+            or length < MIN_BATCH_LENGTH
+            or end > total
+            or size > max_bytes
+            or attributes & CONTROL_FLAG_MASK
+            or count <= 0
+            or count != delta + 1
+        ):
+            raise _refusal(where, view, position, max_bytes)
+        if not defer_crc and crc32c(view[position + ATTRIBUTES_OFFSET : end]) != crc:
             raise _corrupt(where, position, f"batch CRC mismatch (stored {crc})")
-        if attributes & CONTROL_FLAG_MASK:
-            raise InvalidRecordError(f"{where}: clients cannot append control batches")
-        if count <= 0 or count != delta + 1:
-            raise InvalidRecordError(
-                f"{where}: batch at position {position} has {count} records but "
-                f"lastOffsetDelta {delta}"
-            )
         if not log_append:
-            buffers.append(_OFFSET_AND_LENGTH_AND_EPOCH.pack(next_offset, length, LEADER_EPOCH))
-            buffers.append(view[position + _PREFIX_BYTES : end])
+            add_buffer(pack_prefix(next_offset, length, LEADER_EPOCH))
+            add_buffer(view[position + _PREFIX_BYTES : end])
         else:
             _OFFSET_AND_LENGTH_AND_EPOCH.pack_into(out, position, next_offset, length, LEADER_EPOCH)
             batch = view[position:end]
@@ -163,8 +171,9 @@ def validate_append(
             _INT64.pack_into(batch, _MAX_TIMESTAMP_AT, now_ms)
             _UINT32.pack_into(batch, CRC_OFFSET, crc32c(batch[ATTRIBUTES_OFFSET:]))
         last = next_offset + delta
-        max_timestamp = max(max_timestamp, batch_max)
-        spans.append((position, size, last, batch_max))
+        if batch_max > max_timestamp:
+            max_timestamp = batch_max
+        add_span((position, size, last, batch_max))
         next_offset = last + 1
         records += count
         position = end
@@ -174,8 +183,59 @@ def validate_append(
     if config.is_compacted or check_times:
         _validate_records(view, config, now_ms, check_times, where)
     return ValidatedAppend(
-        buffers, total, log_end_offset, next_offset - 1, max_timestamp, spans, records
+        buffers, total, log_end_offset, next_offset - 1, max_timestamp, spans, records, defer_crc
     )
+
+
+def _refusal(
+    where: str, view: memoryview, position: int, max_bytes: int
+) -> CorruptRecordError | InvalidRecordError | RecordTooLargeError:
+    """The error for a batch that failed the walk's combined test, the rules checked in
+    the module docstring's order (the CRC before the rules on its content, so a damaged
+    batch is reported as corrupt, never as breaking a content rule)."""
+    length, magic, crc, attributes, delta, _, count = _CHECKED_FIELDS.unpack_from(view, position)
+    size = length + LOG_OVERHEAD
+    total = len(view)
+    if magic != MAGIC_V2:
+        return InvalidRecordError(
+            f"{where}: batch at position {position} has magic {magic}; seglog accepts only "
+            f"magic 2"
+        )
+    if length < MIN_BATCH_LENGTH:
+        return _corrupt(where, position, f"batch length {length} is below {MIN_BATCH_LENGTH}")
+    if position + size > total:
+        return _corrupt(
+            where, position, f"torn batch: {total - position} bytes of {size} are present"
+        )
+    if size > max_bytes:
+        return RecordTooLargeError(
+            f"{where}: batch at position {position} is {size} bytes, above "
+            f"max.message.bytes {max_bytes}"
+        )
+    if crc32c(view[position + ATTRIBUTES_OFFSET : position + size]) != crc:
+        return _corrupt(where, position, f"batch CRC mismatch (stored {crc})")
+    if attributes & CONTROL_FLAG_MASK:
+        return InvalidRecordError(f"{where}: clients cannot append control batches")
+    return InvalidRecordError(
+        f"{where}: batch at position {position} has {count} records but lastOffsetDelta {delta}"
+    )
+
+
+def check_batch_crcs(
+    data: bytes | bytearray | memoryview, spans: list[BatchSpan], where: str
+) -> None:
+    """Check the CRC of each batch of ``data`` (spans from :func:`validate_append`).
+
+    The GIL is released for every CRC, so a thread writing the same bytes meanwhile gets
+    it back as soon as its system call returns. Raises ``CorruptRecordError`` naming the
+    first bad batch's position in the append, as :func:`validate_append` does.
+    """
+    view = memoryview(data)
+    stored_crc = _UINT32.unpack_from
+    for position, size, _, _ in spans:
+        (stored,) = stored_crc(view, position + CRC_OFFSET)
+        if crc32c_releasing_gil(view[position + ATTRIBUTES_OFFSET : position + size]) != stored:
+            raise _corrupt(where, position, f"batch CRC mismatch (stored {stored})")
 
 
 def _validate_records(

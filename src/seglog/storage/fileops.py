@@ -85,17 +85,23 @@ def _write_error(path: StrPath, exc: OSError) -> StorageWriteError:
     return StorageWriteError(exc.strerror or str(exc), path=os.fspath(path), errno_code=exc.errno)
 
 
-def write_all(fd: int, path: StrPath, buffers: Sequence[Buffer], position: int) -> int:
+def write_all(
+    fd: int, path: StrPath, buffers: Sequence[Buffer], position: int, size: int | None = None
+) -> int:
     """Write every buffer at ``position`` with ``pwritev`` (groups of at most ``IOV_MAX``);
     a short write is finished with ``pwrite``, so no gap is left. One ``write`` operation;
-    returns the bytes written."""
+    returns the bytes written. ``size``, when the caller knows it, is the buffers' total
+    (the append path: no per-buffer length sum for a single group)."""
     written = 0
     try:
         reached("write", path)
         for start in range(0, len(buffers), IOV_MAX):
-            group = buffers[start : start + IOV_MAX]
+            group = buffers if len(buffers) <= IOV_MAX else buffers[start : start + IOV_MAX]
             at = position + written
-            expected = sum(len(b) for b in group)
+            if size is not None and group is buffers:
+                expected = size
+            else:
+                expected = sum(len(b) for b in group)
             done = os.pwritev(fd, group, at)
             if done < expected:
                 rest = memoryview(b"".join(group))

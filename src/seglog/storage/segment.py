@@ -41,7 +41,8 @@ import contextlib
 import mmap
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -139,7 +140,7 @@ def _write_all(
 ) -> None:
     """Write every buffer at ``position`` (:func:`seglog.storage.fileops.write_all`: one
     ``write`` fault point; a short write is finished, so no gap is ever left)."""
-    written = fileops.write_all(fd, path, buffers, position)
+    written = fileops.write_all(fd, path, buffers, position, size)
     if written != size:
         raise InvalidRecordError(f"wrote {written} bytes where {size} were expected")
 
@@ -287,11 +288,25 @@ class LogSegment:
         buffers: Sequence[bytes | bytearray | memoryview],
         size: int,
         batches: Sequence[BatchSpan],
+        *,
+        check: Callable[[], None] | None = None,
+        checker: Executor | None = None,
     ) -> None:
         """Write whole batches at the end, then index them (spec §5.1).
 
         ``buffers`` (``size`` bytes in all) are written in order with ``pwritev``; ``batches``
-        describes each batch of them, positions relative to the first byte. Kafka's rule is
+        describes each batch of them, positions relative to the first byte.
+
+        ``check`` is a last test of the bytes (the engine's deferred CRC check). With a
+        ``checker`` pool it runs on the pool's thread while this thread writes the bytes past
+        :attr:`size` (the write releases the GIL, so the two overlap); when it raises, the
+        file is cut back to :attr:`size` and the error propagates, so the segment never keeps
+        the append. Until this method returns, :attr:`size` (what readers and flushes see) is
+        unchanged; a crash in between leaves bytes past the valid end, which recovery checks
+        and cuts like any torn tail (a batch that failed ``check`` never passes recovery's CRC
+        check). Without a ``checker`` the check runs before the write.
+
+        Kafka's index rule is
         applied as if each batch were its own append: a batch that starts more than
         ``index.interval.bytes`` after the last entry's gets an offset entry (its last
         offset -> its position) and a time entry (the running max). Kafka applies the rule
@@ -317,14 +332,17 @@ class LogSegment:
         if position == 0:
             self._rolling_based_timestamp = max(b[3] for b in batches)
         try:
-            _write_all(self._fd, self.log_path, buffers, size, position)
+            if check is None:
+                _write_all(self._fd, self.log_path, buffers, size, position)
+            elif checker is None:
+                check()
+                _write_all(self._fd, self.log_path, buffers, size, position)
+            else:
+                self._write_while_checking(buffers, size, position, check, checker)
         except OSError as exc:
             # A short write (disk full mid-batch) must not leave a torn tail behind: cut
             # the file back to where the append started, so the segment stays whole batches.
-            try:
-                fileops.truncate(self._fd, self.log_path, position)
-            except OSError:
-                self.needs_recovery = True  # the next open must recover this segment
+            self._cut_back(position)
             raise StorageWriteError(
                 exc.strerror or str(exc), path=str(self.log_path), errno_code=exc.errno
             ) from exc
@@ -363,6 +381,43 @@ class LogSegment:
         self._max_timestamp = max_timestamp
         self._shallow_offset_of_max_timestamp = shallow
         self._bytes_since_last_index_entry = since_entry
+
+    def _write_while_checking(
+        self,
+        buffers: Sequence[bytes | bytearray | memoryview],
+        size: int,
+        position: int,
+        check: Callable[[], None],
+        checker: Executor,
+    ) -> None:
+        """``pwritev`` here while ``check`` runs on the checker's thread; see :meth:`append`.
+
+        The check goes to the other thread, not the write: this thread drops the GIL as it
+        enters ``pwritev``, so the checker starts at once, whereas a writer thread woken
+        while this thread checks would wait for the GIL until the checks were done.
+        """
+        assert self._fd is not None
+        pending = checker.submit(check)
+        try:
+            _write_all(self._fd, self.log_path, buffers, size, position)
+        except BaseException:
+            with contextlib.suppress(BaseException):
+                pending.result()  # never leave the check running on a failed append
+            raise
+        try:
+            pending.result()
+        except BaseException:
+            self._cut_back(position)
+            raise
+
+    def _cut_back(self, position: int) -> None:
+        """Cut the ``.log`` back to ``position`` after a failed append; when even that fails,
+        the next open must recover this segment."""
+        assert self._fd is not None
+        try:
+            fileops.truncate(self._fd, self.log_path, position)
+        except OSError:
+            self.needs_recovery = True
 
     # --- reading ---------------------------------------------------------------------------
     def read_at(self, position: int, length: int) -> bytes:
