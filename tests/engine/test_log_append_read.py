@@ -98,6 +98,24 @@ def test_compacted_topic_rejects_keyless_records(tmp_path: Path, clock: ManualCl
     assert log.log_end_offset == 1
 
 
+def test_record_checks_cover_every_batch_of_a_multi_batch_append(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """Producer batches all have base offset 0: the record scan once stopped after the
+    first batch, so a keyless record (or a bad timestamp) in a later one got in."""
+    log = open_log(tmp_path, clock, config=config(cleanup_policy=("compact",)))
+    keyed = batch([b"v", b"w"], keys=[b"a", b"b"])
+    with pytest.raises(InvalidRecordError, match="record 4 of the append has none"):
+        log.append(keyed + keyed + batch([b"x"], keys=[None]))
+    assert log.log_end_offset == 0
+    bounded = open_log(
+        tmp_path / "bounded", clock, config=config(message_timestamp_before_max_ms=1000)
+    )
+    with pytest.raises(InvalidRecordError, match=f"timestamp {T0 - 5000} is outside"):
+        bounded.append(batch([b"a"]) + batch([b"b"]) + batch([b"c"], timestamp=T0 - 5000))
+    assert bounded.log_end_offset == 0
+
+
 def test_log_append_time_stamps_the_batch(tmp_path: Path, clock: ManualClock) -> None:
     log = open_log(tmp_path, clock, config=config(message_timestamp_type="LogAppendTime"))
     clock.set_wall(T0 + 12345)

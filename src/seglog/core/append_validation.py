@@ -21,11 +21,6 @@ stamping ``partitionLeaderEpoch`` (both outside the CRC). With ``CreateTime`` th
 ``maxTimestamp`` is trusted: it is covered by the CRC, and decoding every record only to
 recompute it would cost the append path a full record scan (Kafka recomputes it; a producer
 that writes a wrong max harms only its own time lookups).
-
-The CRC check may be deferred (``defer_crc``): the header walk then assigns offsets without
-it, and the caller runs :func:`check_batch_crcs` while the bytes are being written, cutting
-them back if it fails (the engine's pipelined append, for large chunks of a topic with no
-record-level checks). Every other rule is still checked before anything is written.
 """
 
 from __future__ import annotations
@@ -49,7 +44,6 @@ from seglog.format.batch import (
 )
 from seglog.format.columnar import scan_columns
 from seglog.format.crc import crc32c_fast as crc32c
-from seglog.format.crc import crc32c_releasing_gil
 
 LEADER_EPOCH = 0  # a single node is always the leader of epoch 0
 INT64_MAX = (1 << 63) - 1
@@ -87,15 +81,6 @@ class ValidatedAppend(NamedTuple):
     max_timestamp: int
     spans: list[BatchSpan]
     record_count: int
-    crc_deferred: bool = False  # the CRCs are still to be checked (check_batch_crcs)
-
-
-def needs_record_checks(config: LogConfig) -> bool:
-    """True when an append's records must be decoded (keys on a compacted topic, CreateTime
-    bounds); such an append is checked whole before it is written."""
-    return config.is_compacted or (
-        config.message_timestamp_type != "LogAppendTime" and has_timestamp_bounds(config)
-    )
 
 
 def has_timestamp_bounds(config: LogConfig) -> bool:
@@ -117,18 +102,15 @@ def validate_append(
     log_end_offset: int,
     now_ms: int,
     where: str,
-    defer_crc: bool = False,
 ) -> ValidatedAppend:
     """Check every batch of a producer's chunk and assign offsets in a private copy.
 
     The walk unpacks each 61-byte header once with :mod:`struct` and checks the CRC with one
     ``crc32c`` call: no object per batch beyond its :class:`BatchSpan` (this is the append
-    hot path; see BENCHMARKS.md). With ``defer_crc`` the CRCs are left to
-    :func:`check_batch_crcs` (``crc_deferred`` says so); it is ignored, and every CRC checked
-    here, when the append needs record checks or rewrites batches (``LogAppendTime``).
+    hot path; see BENCHMARKS.md). The rules on the header are tested together, and only a
+    batch that fails them is examined again for the exact error (:func:`_refusal`).
     """
     log_append = config.message_timestamp_type == "LogAppendTime"
-    defer_crc = defer_crc and not needs_record_checks(config) and not log_append
     out: bytes | bytearray | memoryview = bytearray(data) if log_append else data
     view = memoryview(out)
     total = len(out)
@@ -158,7 +140,7 @@ def validate_append(
             or count != delta + 1
         ):
             raise _refusal(where, view, position, max_bytes)
-        if not defer_crc and crc32c(view[position + ATTRIBUTES_OFFSET : end]) != crc:
+        if crc32c(view[position + ATTRIBUTES_OFFSET : end]) != crc:
             raise _corrupt(where, position, f"batch CRC mismatch (stored {crc})")
         if not log_append:
             add_buffer(pack_prefix(next_offset, length, LEADER_EPOCH))
@@ -171,8 +153,7 @@ def validate_append(
             _INT64.pack_into(batch, _MAX_TIMESTAMP_AT, now_ms)
             _UINT32.pack_into(batch, CRC_OFFSET, crc32c(batch[ATTRIBUTES_OFFSET:]))
         last = next_offset + delta
-        if batch_max > max_timestamp:
-            max_timestamp = batch_max
+        max_timestamp = max(max_timestamp, batch_max)
         add_span((position, size, last, batch_max))
         next_offset = last + 1
         records += count
@@ -181,9 +162,9 @@ def validate_append(
         raise InvalidRecordError(f"{where}: no batches to append")
     check_times = not log_append and has_timestamp_bounds(config)
     if config.is_compacted or check_times:
-        _validate_records(view, config, now_ms, check_times, where)
+        _validate_records(view, config, now_ms, check_times, where, records)
     return ValidatedAppend(
-        buffers, total, log_end_offset, next_offset - 1, max_timestamp, spans, records, defer_crc
+        buffers, total, log_end_offset, next_offset - 1, max_timestamp, spans, records
     )
 
 
@@ -198,8 +179,7 @@ def _refusal(
     total = len(view)
     if magic != MAGIC_V2:
         return InvalidRecordError(
-            f"{where}: batch at position {position} has magic {magic}; seglog accepts only "
-            f"magic 2"
+            f"{where}: batch at position {position} has magic {magic}; seglog accepts only magic 2"
         )
     if length < MIN_BATCH_LENGTH:
         return _corrupt(where, position, f"batch length {length} is below {MIN_BATCH_LENGTH}")
@@ -221,28 +201,28 @@ def _refusal(
     )
 
 
-def check_batch_crcs(
-    data: bytes | bytearray | memoryview, spans: list[BatchSpan], where: str
-) -> None:
-    """Check the CRC of each batch of ``data`` (spans from :func:`validate_append`).
-
-    The GIL is released for every CRC, so a thread writing the same bytes meanwhile gets
-    it back as soon as its system call returns. Raises ``CorruptRecordError`` naming the
-    first bad batch's position in the append, as :func:`validate_append` does.
-    """
-    view = memoryview(data)
-    stored_crc = _UINT32.unpack_from
-    for position, size, _, _ in spans:
-        (stored,) = stored_crc(view, position + CRC_OFFSET)
-        if crc32c_releasing_gil(view[position + ATTRIBUTES_OFFSET : position + size]) != stored:
-            raise _corrupt(where, position, f"batch CRC mismatch (stored {stored})")
-
-
 def _validate_records(
-    data: memoryview, config: LogConfig, now_ms: int, check_times: bool, where: str
+    data: memoryview,
+    config: LogConfig,
+    now_ms: int,
+    check_times: bool,
+    where: str,
+    record_count: int,
 ) -> None:
-    """Record-level checks (keys on a compacted topic, timestamp bounds) with the kernel."""
-    columns = scan_columns(bytes(data), verify_crc=False)
+    """Record-level checks (keys on a compacted topic, timestamp bounds) with the kernel.
+
+    Every batch of a producer's chunk has base offset 0, so the scan must not stop where
+    offsets fail to increase (``check_offsets=False``: it once checked only the first batch
+    of a multi-batch append); it must decode all ``record_count`` records the headers count.
+    """
+    columns = scan_columns(data, verify_crc=False, check_offsets=False)
+    if len(columns.offset) != record_count:
+        raise _corrupt(
+            where,
+            int(columns.end.position),
+            f"the batches hold {len(columns.offset)} decodable records where their headers "
+            f"count {record_count}",
+        )
     if config.is_compacted:
         keyless = np.flatnonzero(columns.key_length < 0)
         if len(keyless):

@@ -18,15 +18,6 @@ a partial batch (a segment's readable size only grows after a whole append was w
 Append (spec §5.1): validate each batch and assign offsets from LEO
 (:mod:`seglog.core.append_validation`), roll if a roll condition holds
 (:mod:`seglog.core.roll`), write, and flush when ``flush.messages`` is reached.
-
-A large append (at least ``PIPELINED_APPEND_MIN_BYTES``, on a topic whose records need no
-decoding: not compacted, no CreateTime bounds) is pipelined: the header walk checks
-everything but the CRCs and assigns offsets, then the CRCs are checked on a pool thread while
-this thread writes the bytes (``pwritev`` releases the GIL); a bad CRC cuts the segment back
-before the append returns, so nothing of a refused append stays (see
-``LogSegment.append``). The CRC check is a quarter of an append's CPU and overlaps the
-kernel's copy into the page cache this way (BENCHMARKS.md, append). Smaller appends are
-checked whole first: a thread hand-off costs more than it saves there.
 """
 
 from __future__ import annotations
@@ -37,14 +28,14 @@ import itertools
 import random
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
 from seglog.clock import Clock
 from seglog.config import LogConfig
-from seglog.core.append_validation import LEADER_EPOCH, check_batch_crcs, validate_append
+from seglog.core.append_validation import LEADER_EPOCH, validate_append
 from seglog.core.cleaning import CleanerSegmentFacts
 from seglog.core.retention import RetentionPlan, RetentionSettings, SegmentFacts, plan_retention
 from seglog.core.roll import (
@@ -82,7 +73,6 @@ from seglog.storage.segment import FetchSlice, LogSegment
 
 DEFAULT_FETCH_MAX_BYTES = 1024 * 1024
 APPEND_CHUNK_BYTES_MAX = 4 * 1024 * 1024  # append_records: bytes per Log.append call
-PIPELINED_APPEND_MIN_BYTES = 256 * 1024  # appends this large write while checking CRCs
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
@@ -153,7 +143,6 @@ class Log:
         rng: random.Random | None = None,
         flush_executor: Executor | None = None,
         file_deleter: Callable[[LogSegment], None] | None = None,
-        append_executor: Executor | None = None,
     ) -> None:
         self.directory = directory
         self.topic_partition = topic_partition
@@ -163,8 +152,6 @@ class Log:
         self.load_report: LoadReport = loaded.report
         self._rng = rng or random.Random()
         self._flush_executor = flush_executor
-        self._append_executor = append_executor
-        self._owns_append_executor = False
         # Physically removes a segment whose files were renamed ``.deleted``; the LogManager
         # schedules it after file.delete.delay.ms. Without one it happens at once.
         self._file_deleter = file_deleter or _delete_now
@@ -200,14 +187,11 @@ class Log:
         writable: bool = True,
         flush_executor: Executor | None = None,
         file_deleter: Callable[[LogSegment], None] | None = None,
-        append_executor: Executor | None = None,
     ) -> Log:
         """Open (creating when writable) a partition directory and load it (spec §12).
 
         ``flush_executor`` runs the flush that follows each roll in the background, as Kafka
         does, so the append that rolls does not wait for fsyncs; without one it runs inline.
-        ``append_executor`` checks the CRCs of large appends while their bytes are written
-        (see :meth:`append`); without one the log makes a one-thread pool when first needed.
         """
         if writable:
             ensure_partition_dir(directory)
@@ -232,7 +216,6 @@ class Log:
                 writable=writable,
                 flush_executor=flush_executor,
                 file_deleter=file_deleter,
-                append_executor=append_executor,
             )
         except BaseException:
             # e.g. the leader-epoch file unreadable or not writable: no descriptor stays open
@@ -297,14 +280,12 @@ class Log:
         with self._lock:
             self._check_writable()
             now_ms = self.clock.now_ms()
-            pipelined = len(data) >= PIPELINED_APPEND_MIN_BYTES
             checked = validate_append(
                 data,
                 config=self.config,
                 log_end_offset=self.log_end_offset,
                 now_ms=now_ms,
                 where=self._append_where,
-                defer_crc=pipelined,
             )
             size = checked.size
             if size > self.config.segment_bytes:
@@ -315,17 +296,7 @@ class Log:
             rolled = self._maybe_roll(size, checked.max_timestamp, checked.last_offset, now_ms)
             if not self._epochs:
                 self._assign_epoch(checked.first_offset)
-            if checked.crc_deferred:
-                spans, where = checked.spans, self._append_where
-                self.active_segment.append(
-                    checked.buffers,
-                    size,
-                    spans,
-                    check=lambda: check_batch_crcs(data, spans, where),
-                    checker=self._crc_executor(),
-                )
-            else:
-                self.active_segment.append(checked.buffers, size, checked.spans)
+            self.active_segment.append(checked.buffers, size, checked.spans)
             self.log_end_offset = checked.last_offset + 1
             if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
                 self.flush()
@@ -339,16 +310,6 @@ class Log:
                 size,
                 rolled,
             )
-
-    def _crc_executor(self) -> Executor:
-        """The thread pool that checks the CRCs of pipelined appends (the LogManager's shared
-        one, or this log's own one-thread pool, made on first use and shut down by close())."""
-        if self._append_executor is None:
-            self._append_executor = ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix=f"seglog-append-crc-{self.topic_partition}"
-            )
-            self._owns_append_executor = True
-        return self._append_executor
 
     def append_records(
         self,
@@ -1057,6 +1018,3 @@ class Log:
             for segment in self._segments:
                 segment.close()
             self._closed = True
-            if self._owns_append_executor and self._append_executor is not None:
-                self._append_executor.shutdown(wait=True)
-                self._append_executor = None

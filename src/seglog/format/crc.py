@@ -22,16 +22,6 @@ Buffer = bytes | bytearray | memoryview
 crc32c_fast: Callable[[Buffer], int] = _crc32c.crc32c
 
 
-def crc32c_releasing_gil(data: Buffer) -> int:
-    """CRC-32C of ``data`` computed with the GIL released, whatever its size.
-
-    For a loop that runs while another thread waits in a system call: that thread gets the
-    GIL back at once when its call returns, instead of after the interpreter's switch
-    interval (the package releases it on its own only for large inputs).
-    """
-    return int(_crc32c.crc32c(data, gil_release_mode=1))
-
-
 def crc32c(data: Buffer) -> int:
     """CRC-32C (Castagnoli) of ``data`` as an unsigned 32-bit integer."""
     return int(_crc32c.crc32c(data))

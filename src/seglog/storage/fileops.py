@@ -98,10 +98,8 @@ def write_all(
         for start in range(0, len(buffers), IOV_MAX):
             group = buffers if len(buffers) <= IOV_MAX else buffers[start : start + IOV_MAX]
             at = position + written
-            if size is not None and group is buffers:
-                expected = size
-            else:
-                expected = sum(len(b) for b in group)
+            known = size is not None and group is buffers
+            expected = size if known and size is not None else sum(len(b) for b in group)
             done = os.pwritev(fd, group, at)
             if done < expected:
                 rest = memoryview(b"".join(group))

@@ -41,8 +41,7 @@ import contextlib
 import mmap
 import os
 import struct
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Executor
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -288,25 +287,11 @@ class LogSegment:
         buffers: Sequence[bytes | bytearray | memoryview],
         size: int,
         batches: Sequence[BatchSpan],
-        *,
-        check: Callable[[], None] | None = None,
-        checker: Executor | None = None,
     ) -> None:
         """Write whole batches at the end, then index them (spec §5.1).
 
         ``buffers`` (``size`` bytes in all) are written in order with ``pwritev``; ``batches``
-        describes each batch of them, positions relative to the first byte.
-
-        ``check`` is a last test of the bytes (the engine's deferred CRC check). With a
-        ``checker`` pool it runs on the pool's thread while this thread writes the bytes past
-        :attr:`size` (the write releases the GIL, so the two overlap); when it raises, the
-        file is cut back to :attr:`size` and the error propagates, so the segment never keeps
-        the append. Until this method returns, :attr:`size` (what readers and flushes see) is
-        unchanged; a crash in between leaves bytes past the valid end, which recovery checks
-        and cuts like any torn tail (a batch that failed ``check`` never passes recovery's CRC
-        check). Without a ``checker`` the check runs before the write.
-
-        Kafka's index rule is
+        describes each batch of them, positions relative to the first byte. Kafka's rule is
         applied as if each batch were its own append: a batch that starts more than
         ``index.interval.bytes`` after the last entry's gets an offset entry (its last
         offset -> its position) and a time entry (the running max). Kafka applies the rule
@@ -332,17 +317,14 @@ class LogSegment:
         if position == 0:
             self._rolling_based_timestamp = max(b[3] for b in batches)
         try:
-            if check is None:
-                _write_all(self._fd, self.log_path, buffers, size, position)
-            elif checker is None:
-                check()
-                _write_all(self._fd, self.log_path, buffers, size, position)
-            else:
-                self._write_while_checking(buffers, size, position, check, checker)
+            _write_all(self._fd, self.log_path, buffers, size, position)
         except OSError as exc:
             # A short write (disk full mid-batch) must not leave a torn tail behind: cut
             # the file back to where the append started, so the segment stays whole batches.
-            self._cut_back(position)
+            try:
+                fileops.truncate(self._fd, self.log_path, position)
+            except OSError:
+                self.needs_recovery = True  # the next open must recover this segment
             raise StorageWriteError(
                 exc.strerror or str(exc), path=str(self.log_path), errno_code=exc.errno
             ) from exc
@@ -382,43 +364,6 @@ class LogSegment:
         self._shallow_offset_of_max_timestamp = shallow
         self._bytes_since_last_index_entry = since_entry
 
-    def _write_while_checking(
-        self,
-        buffers: Sequence[bytes | bytearray | memoryview],
-        size: int,
-        position: int,
-        check: Callable[[], None],
-        checker: Executor,
-    ) -> None:
-        """``pwritev`` here while ``check`` runs on the checker's thread; see :meth:`append`.
-
-        The check goes to the other thread, not the write: this thread drops the GIL as it
-        enters ``pwritev``, so the checker starts at once, whereas a writer thread woken
-        while this thread checks would wait for the GIL until the checks were done.
-        """
-        assert self._fd is not None
-        pending = checker.submit(check)
-        try:
-            _write_all(self._fd, self.log_path, buffers, size, position)
-        except BaseException:
-            with contextlib.suppress(BaseException):
-                pending.result()  # never leave the check running on a failed append
-            raise
-        try:
-            pending.result()
-        except BaseException:
-            self._cut_back(position)
-            raise
-
-    def _cut_back(self, position: int) -> None:
-        """Cut the ``.log`` back to ``position`` after a failed append; when even that fails,
-        the next open must recover this segment."""
-        assert self._fd is not None
-        try:
-            fileops.truncate(self._fd, self.log_path, position)
-        except OSError:
-            self.needs_recovery = True
-
     # --- reading ---------------------------------------------------------------------------
     def read_at(self, position: int, length: int) -> bytes:
         """``length`` bytes of the ``.log`` from ``position`` (fewer at the end of the file)."""
@@ -437,7 +382,11 @@ class LogSegment:
         position = start_position
         chunk = SCAN_CHUNK_BYTES
         while position < end_position:
-            buf = self.read_at(position, min(chunk, end_position - position))
+            wanted = min(chunk, end_position - position)
+            buf = self.read_at(position, wanted)
+            # A file shorter than the segment's size (cut by another program): raise, never
+            # read the same short tail again and again.
+            is_short = len(buf) < wanted
             reader = BatchReader(buf, base_position=position, verify_crc=verify_crc)
             advanced = False
             for batch in reader:
@@ -446,9 +395,15 @@ class LogSegment:
             assert reader.end is not None
             end = reader.end
             if end.kind is EndKind.CORRUPT or (
-                end.kind is EndKind.TORN_TAIL and position + len(buf) >= end_position
+                end.kind is EndKind.TORN_TAIL and (is_short or position + len(buf) >= end_position)
             ):
                 raise end.to_error(str(self.log_path))
+            if is_short and end.position >= position + len(buf):
+                raise CorruptRecordError(
+                    f"the file ends before the segment's size {end_position}",
+                    position=end.position,
+                    path=str(self.log_path),
+                )
             position = end.position
             if not advanced and end.bytes_needed:
                 chunk = max(chunk, len(buf) + end.bytes_needed)
