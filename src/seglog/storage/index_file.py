@@ -33,6 +33,7 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
+import operator
 import os
 import struct
 from array import array
@@ -336,7 +337,18 @@ class OffsetIndexFile(_IndexFile):
         previous_position = values[-1] if values else 0
         if len(keys) + len(relative) > self.max_entries:
             raise self._corrupt(f"cannot append {len(relative)} entries: the index would overflow")
-        for key, position in zip(relative, positions, strict=True):
+        if len(relative) != len(positions):
+            raise ValueError("offsets and positions differ in length")
+        # The run's order checked in C (map over adjacent pairs); only a run that fails is
+        # walked again in Python, to name the entry.
+        in_order = (
+            previous_key < relative[0]
+            and relative[-1] <= INT32_MAX
+            and previous_position <= positions[0]
+            and all(map(operator.lt, relative, relative[1:]))
+            and all(map(operator.le, positions, positions[1:]))
+        )
+        for key, position in () if in_order else zip(relative, positions, strict=True):
             if key <= previous_key or position < previous_position or key > INT32_MAX:
                 raise self._corrupt(
                     f"entry (offset {key + self.base_offset}, position {position}) does not "
@@ -486,7 +498,16 @@ class TimeIndexFile(_IndexFile):
         previous_key = values[-1] if values else 0
         if len(keys) + len(relative) > self.max_entries - 1:
             raise self._corrupt(f"cannot append {len(relative)} entries: the index would overflow")
-        for timestamp, key in zip(timestamps, relative, strict=True):
+        if len(relative) != len(timestamps):
+            raise ValueError("timestamps and offsets differ in length")
+        in_order = (  # as in OffsetIndexFile.extend: C first, Python only to name a bad entry
+            previous_ts < timestamps[0]
+            and previous_key <= relative[0]
+            and relative[-1] <= INT32_MAX
+            and all(map(operator.lt, timestamps, timestamps[1:]))
+            and all(map(operator.le, relative, relative[1:]))
+        )
+        for timestamp, key in () if in_order else zip(timestamps, relative, strict=True):
             if timestamp <= previous_ts or key < previous_key or not 0 <= key <= INT32_MAX:
                 raise self._corrupt(
                     f"entry (timestamp {timestamp}, offset {key + self.base_offset}) does not "

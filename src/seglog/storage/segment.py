@@ -343,22 +343,28 @@ class LogSegment:
         entry_positions: list[int] = []
         entry_timestamps: list[int] = []
         entry_time_offsets: list[int] = []
+        # Entries past an index's room are dropped after the loop (the loop keeps none of
+        # its decisions on them, so cutting the lists is the same as never adding them).
         for batch_position, batch_size, batch_last_offset, batch_max in batches:
             if batch_max > max_timestamp:
                 max_timestamp, shallow = batch_max, batch_last_offset
             if since_entry > interval:
-                if len(entry_offsets) < offset_room:
-                    entry_offsets.append(batch_last_offset)
-                    entry_positions.append(position + batch_position)
-                if max_timestamp > last_indexed_timestamp and len(entry_timestamps) < time_room:
+                entry_offsets.append(batch_last_offset)
+                entry_positions.append(position + batch_position)
+                if max_timestamp > last_indexed_timestamp:
                     entry_timestamps.append(max_timestamp)
                     entry_time_offsets.append(shallow)
                     last_indexed_timestamp = max_timestamp
-                since_entry = 0
-            since_entry += batch_size
-        if entry_offsets:
+                since_entry = batch_size
+            else:
+                since_entry += batch_size
+        if entry_offsets and offset_room > 0:
+            if len(entry_offsets) > offset_room:
+                del entry_offsets[offset_room:], entry_positions[offset_room:]
             offset_index.extend(entry_offsets, entry_positions)
-        if entry_timestamps:
+        if entry_timestamps and time_room > 0:
+            if len(entry_timestamps) > time_room:
+                del entry_timestamps[time_room:], entry_time_offsets[time_room:]
             time_index.extend(entry_timestamps, entry_time_offsets)
         self._max_timestamp = max_timestamp
         self._shallow_offset_of_max_timestamp = shallow
