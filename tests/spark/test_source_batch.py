@@ -246,8 +246,9 @@ def test_fail_on_data_loss(spark: Any, tmp_path: Path) -> None:
 
 
 # --- pushdown -------------------------------------------------------------------------------
-def test_filters_on_partition_offset_and_timestamp(spark: Any, data: Path) -> None:
-    df = reader(spark, data, subscribe=EVENTS)
+@pytest.mark.parametrize("push", ["true", "false"])
+def test_filters_on_partition_offset_and_timestamp(spark: Any, data: Path, push: str) -> None:
+    df = reader(spark, data, subscribe=EVENTS, pushFilters=push)
     since = dt.datetime.fromtimestamp((T0 + 20_000) / 1000, dt.UTC)
     query = df.where(
         "partition in (0, 2) and offset >= 5 and offset < 30 and topic = 'events'"
@@ -259,6 +260,7 @@ def test_filters_on_partition_offset_and_timestamp(spark: Any, data: Path) -> No
         if r[3] in (0, 2) and 5 <= r[4] < 30 and r[5] >= since
     ]
     assert got == expected and len(got) > 0
+    df = reader(spark, data, subscribe=EVENTS, pushFilters=push)  # one query per DataFrame
     assert rows_of(df.where("offset = 7 and partition = 1")) == [
         r for r in without_headers(events(data)) if r[3] == 1 and r[4] == 7
     ]

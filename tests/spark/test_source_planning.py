@@ -225,7 +225,7 @@ def test_rate_limit_shares_in_proportion_without_starving() -> None:
 
 # --- planning --------------------------------------------------------------------------------
 def test_pushdown_narrows_ranges_safely(data: Path) -> None:
-    reader = SeglogBatchReader(options(data, subscribe=EVENTS))
+    reader = SeglogBatchReader(options(data, subscribe=EVENTS, pushFilters="true"))
     since = dt.datetime.fromtimestamp((T0 + 20_000) / 1000, dt.UTC)
     filters = [
         IsNotNull(("partition",)),
@@ -242,13 +242,18 @@ def test_pushdown_narrows_ranges_safely(data: Path) -> None:
     assert rest == [filters[1], filters[5], filters[6]]
     # timestamps reach T0 + 20 s at offset 20 (record i: T0 + 1000 i, minus 1.5 s if i%9 == 4)
     assert reader.plan() == [OffsetRange(EVENTS, 0, 20, 30), OffsetRange(EVENTS, 2, 20, 30)]
-    naive = SeglogBatchReader(options(data, subscribe=EVENTS))
+    naive = SeglogBatchReader(options(data, subscribe=EVENTS, pushFilters="true"))
     naive_since = dt.datetime.fromtimestamp((T0 + 20_001) / 1000)  # naive: local time
     list(naive.pushFilters([GreaterThan(("timestamp",), naive_since), EqualTo(("partition",), 1)]))
     assert naive.plan() == [OffsetRange(EVENTS, 1, 21, EVENTS_PER_PARTITION)]
-    nothing = SeglogBatchReader(options(data, subscribe=EVENTS))
+    nothing = SeglogBatchReader(options(data, subscribe=EVENTS, pushFilters="true"))
     list(nothing.pushFilters([EqualTo(("offset",), 5), EqualTo(("offset",), 6)]))
     assert nothing.plan() == []
+    # without the option (the default) every filter goes back to Spark and the plan is whole
+    default = SeglogBatchReader(options(data, subscribe=EVENTS))
+    assert list(default.pushFilters(filters)) == filters
+    assert default.plan() == SeglogBatchReader(options(data, subscribe=EVENTS)).plan()
+    assert len(default.plan()) == 3
 
 
 def test_unknown_topic_and_partition(data: Path) -> None:
@@ -271,7 +276,9 @@ def test_offsets_beyond_the_log(data: Path) -> None:
 
 
 def test_reader_and_partitions_pickle(data: Path) -> None:
-    reader = SeglogBatchReader(options(data, subscribe=EVENTS, minPartitions="4"))
+    reader = SeglogBatchReader(
+        options(data, subscribe=EVENTS, minPartitions="4", pushFilters="true")
+    )
     list(reader.pushFilters([EqualTo(("partition",), 1)]))
     partitions = reader.partitions()
     assert len(partitions) == 4

@@ -9,7 +9,9 @@ Pure functions over open, read-only logs (no pyspark). An **offset range** is
   per partition: ``earliest``/-2 -> the first readable offset (the log start offset, or the
   compacted copy's first offset when ``readCompacted`` and lower), ``latest``/-1 -> the log
   end offset, a timestamp -> Kafka's ListOffsets answer (the first offset whose reported
-  timestamp is >= it, through the time index: ``Log.fetch_offset_by_timestamp``).
+  timestamp is >= it, through the time index: ``Log.fetch_offset_by_timestamp``; with
+  ``readCompacted`` the published copy's records up to its horizon first:
+  :func:`offset_for_timestamp`).
 * :func:`plan_ranges` pairs starts and ends and applies ``failOnDataLoss`` to starts below
   the first readable offset (gone to retention/DeleteRecords) and to starts above ends.
 * :func:`split_ranges` is Spark's ``KafkaOffsetRangeCalculator.getRanges``: empty ranges are
@@ -28,6 +30,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from seglog.engine.compactor import copy_store, open_published
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager
 from seglog.engine.partition_reader import PartitionView
@@ -99,9 +102,58 @@ def bounds_of(log: Log, *, read_compacted: bool) -> PartitionBounds:
         view.close()
 
 
-def _offset_for_timestamp(log: Log, timestamp_ms: int) -> int | None:
+def offset_for_timestamp(log: Log, timestamp_ms: int, *, read_compacted: bool) -> int | None:
+    """The first offset of what the source reads whose reported timestamp is >= ``timestamp_ms``
+    (Kafka's ListOffsets), or None.
+
+    Plainly that is ``Log.fetch_offset_by_timestamp``. With ``read_compacted`` the offsets up
+    to the published copy's horizon are the *copy's* records, which may lie below the log
+    start offset (retention ran on the log) or be records the log's cleaner has removed
+    since, so the log's answer could skip them: the copy is searched first (through its
+    segments' time indexes), then the log after the horizon.
+    """
+    if not read_compacted:
+        found = log.fetch_offset_by_timestamp(timestamp_ms)
+        return None if found is None else found.offset
+    opened = open_published(copy_store(log), log)
+    if opened is None:
+        return offset_for_timestamp(log, timestamp_ms, read_compacted=False)
+    publication, copy_segments = opened
+    horizon = publication.horizon
+    try:
+        for segment in copy_segments:
+            if segment.base_offset > horizon:
+                break
+            if segment.largest_timestamp() < timestamp_ms:
+                continue
+            match = segment.find_offset_by_timestamp(timestamp_ms, segment.base_offset)
+            if match is not None:
+                # offsets rise through the copy: a match past the horizon ends the search
+                if match.offset <= horizon:
+                    return match.offset
+                break
+    finally:
+        for segment in copy_segments:
+            segment.close()
+    return _log_offset_for_timestamp_after(log, timestamp_ms, horizon + 1)
+
+
+def _log_offset_for_timestamp_after(log: Log, timestamp_ms: int, after: int) -> int | None:
+    """The first offset ``>= after`` of the log whose timestamp is >= ``timestamp_ms``."""
     found = log.fetch_offset_by_timestamp(timestamp_ms)
-    return None if found is None else found.offset
+    if found is None or found.offset >= after:
+        return None if found is None else found.offset
+    segments = log.segments
+    start = max(after, log.log_start_offset)
+    for i, segment in enumerate(segments):
+        if i + 1 < len(segments) and segments[i + 1].base_offset <= start:
+            continue  # wholly below ``after``
+        if segment.largest_timestamp() < timestamp_ms:
+            continue
+        match = segment.find_offset_by_timestamp(timestamp_ms, start)
+        if match is not None:
+            return match.offset if match.offset < log.log_end_offset else None
+    return None
 
 
 def resolve_offsets(
@@ -112,6 +164,7 @@ def resolve_offsets(
     *,
     is_ending: bool,
     no_match_is_latest: bool = False,
+    read_compacted: bool = False,
 ) -> dict[TP, int]:
     """One offset per partition of ``tps`` for ``spec`` (see the module docstring).
 
@@ -145,7 +198,7 @@ def resolve_offsets(
                 else value
             )
             continue
-        offset = _offset_for_timestamp(logs[tp], value)
+        offset = offset_for_timestamp(logs[tp], value, read_compacted=read_compacted)
         if offset is None:
             if not (is_ending or no_match_is_latest):
                 raise OffsetOutOfRangeError(

@@ -28,6 +28,12 @@ Options (spec/spark.md §3.2; what differs from Spark's Kafka source is marked *
   ``maxOffsetsPerTrigger``, ``minOffsetsPerTrigger`` (<= max) and ``maxTriggerDelay``
   (Spark duration, default ``15m``).
 * ``readCompacted`` (*seglog*, default false): read the Pulsar-style compacted view.
+* ``pushFilters`` (*seglog*, default false): let filters on ``topic``, ``partition``,
+  ``offset`` and ``timestamp`` narrow the scan (:mod:`seglog.spark.source`). Off by default
+  because Spark 4.3 keeps the plan a pushdown made on the DataFrame it loaded: a later
+  query on the *same* DataFrame without a filter, or a union of a filtered and an
+  unfiltered branch of it, reuses the narrowed plan and returns too few rows. Turn it on
+  for DataFrames that are scanned once, with one set of filters.
 * ``kafka.*``: accepted and ignored (there is no broker to talk to), except the ones Spark
   forbids (``kafka.auto.offset.reset``, ``kafka.key.deserializer``,
   ``kafka.value.deserializer``, ``kafka.enable.auto.commit``, ``kafka.interceptor.classes``),
@@ -155,6 +161,7 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     read_compacted: bool = False
+    push_filters: bool = False
     min_partitions: int | None = None
     max_records_per_partition: int | None = None
     max_offsets_per_trigger: int | None = None
@@ -236,6 +243,7 @@ def parse_source_options(options: Mapping[str, str], *, is_streaming: bool) -> S
         fail_on_data_loss=_boolean(opts, "failondataloss", True),
         include_headers=_boolean(opts, "includeheaders", False),
         read_compacted=_boolean(opts, "readcompacted", False),
+        push_filters=_boolean(opts, "pushfilters", False),
         min_partitions=_positive(opts, "minpartitions", INT_MAX),
         max_records_per_partition=_positive(opts, "maxrecordsperpartition", LONG_MAX),
         max_offsets_per_trigger=max_per_trigger,
@@ -266,6 +274,7 @@ _SPELLING = {
     "failondataloss": "failOnDataLoss",
     "includeheaders": "includeHeaders",
     "readcompacted": "readCompacted",
+    "pushfilters": "pushFilters",
     "minpartitions": "minPartitions",
     "maxrecordsperpartition": "maxRecordsPerPartition",
     "maxoffsetspertrigger": "maxOffsetsPerTrigger",

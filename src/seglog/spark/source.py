@@ -22,8 +22,14 @@ Decisions:
 * One input partition per topic-partition offset range, split like Spark's Kafka source
   (:func:`seglog.spark.offset_ranges.split_ranges`); empty ranges are not planned (an empty
   plan becomes Spark's single empty partition).
-* Filter pushdown (needs ``spark.sql.python.filterPushdown.enabled=true``, which
-  :func:`seglog.spark.session.embedded_session` sets): on ``topic`` and ``partition``
+* Filter pushdown, only with the option ``pushFilters=true`` (and
+  ``spark.sql.python.filterPushdown.enabled=true``, which
+  :func:`seglog.spark.session.embedded_session` sets). Off by default: Spark 4.3 caches
+  the plan made at pushdown on the loaded DataFrame's source object and reuses it for a
+  later scan of that DataFrame that pushes no filter (``df.where("partition = 1").count()``
+  then ``df.count()`` counted one partition; so did the unfiltered branch of
+  ``df.where(...).union(df)``), so without the option every filter is returned to Spark
+  and the plan never depends on filters. With it: on ``topic`` and ``partition``
   (``=``, ``IN``, comparisons) partitions are pruned; on ``offset`` (``=``, ``<``, ``<=``,
   ``>``, ``>=``) ranges are narrowed; all these are applied exactly and not returned to
   Spark. On ``timestamp`` (``=``, ``>``, ``>=``) each range's start moves up to the first
@@ -66,6 +72,7 @@ from seglog.spark.offset_ranges import (
     PartitionBounds,
     bounds_of,
     discover,
+    offset_for_timestamp,
     plan_ranges,
     resolve_offsets,
     split_ranges,
@@ -237,7 +244,13 @@ class SeglogBatchReader(DataSourceReader):
 
     # --- pushdown ---------------------------------------------------------------------------
     def pushFilters(self, filters: list[Filter]) -> Iterable[Filter]:  # noqa: N802 (Spark's name)
-        """Apply what can be applied (module docstring); return the rest for Spark."""
+        """Apply what can be applied (module docstring); return the rest for Spark.
+
+        Without the ``pushFilters`` option nothing is applied (module docstring: Spark
+        reuses a pushed-down plan for later unfiltered scans of the same DataFrame).
+        """
+        if not self.options.push_filters:
+            return list(filters)
         return [f for f in filters if not self._push(f)]
 
     def _push(self, item: Filter) -> bool:
@@ -336,8 +349,16 @@ class SeglogBatchReader(DataSourceReader):
                 bounds,
                 is_ending=False,
                 no_match_is_latest=options.starting_timestamp_strategy_latest,
+                read_compacted=options.read_compacted,
             )
-            ends = resolve_offsets(options.ending, tps, logs, bounds, is_ending=True)
+            ends = resolve_offsets(
+                options.ending,
+                tps,
+                logs,
+                bounds,
+                is_ending=True,
+                read_compacted=options.read_compacted,
+            )
             ranges = plan_ranges(starts, ends, bounds, fail_on_data_loss=options.fail_on_data_loss)
             ranges = [self._narrow(r, logs[(r.topic, r.partition)]) for r in ranges]
         return split_ranges(
@@ -355,8 +376,10 @@ class SeglogBatchReader(DataSourceReader):
         start = max(r.start, self.offset_low)
         end = r.end if self.offset_high is None else min(r.end, self.offset_high)
         if self.timestamp_low_ms is not None and start < end:
-            found = log.fetch_offset_by_timestamp(self.timestamp_low_ms)
-            start = end if found is None else max(start, found.offset)
+            found = offset_for_timestamp(
+                log, self.timestamp_low_ms, read_compacted=self.options.read_compacted
+            )
+            start = end if found is None else max(start, found)
         return OffsetRange(r.topic, r.partition, start, max(start, end))
 
     def partitions(self) -> list[InputPartition]:

@@ -116,6 +116,7 @@ class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 bounds,
                 is_ending=False,
                 no_match_is_latest=options.starting_timestamp_strategy_latest,
+                read_compacted=options.read_compacted,
             )
         return to_offset_dict(starts)
 
