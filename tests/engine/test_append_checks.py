@@ -1,20 +1,26 @@
 """Log.append on large multi-batch chunks (a produce request's worth): every batch is
 checked, a refusal names the batch's position and leaves nothing behind, and the log takes
-the next append as if the refused one never came. Also: a segment file cut short under an
-open log is reported, never read in a loop."""
+the next append as if the refused one never came.
+
+Chunks of at least ``PIPELINED_APPEND_MIN_BYTES`` (the default chunk here is 400 KB) take the
+pipelined path: the CRCs are checked on a side thread while the bytes are written, and a bad
+one cuts the file back; these tests hold it to the plain path's contract. Also: a segment
+file cut short under an open log is reported, never read in a loop."""
 
 from __future__ import annotations
 
 import errno
 import os
 import struct
+import threading
 from pathlib import Path
 
 import pytest
 from log_support import T0, TP, batch, config, open_log, values
 
 from seglog.clock import ManualClock
-from seglog.engine.log import Log
+from seglog.core.append_validation import check_batch_crcs, validate_append
+from seglog.engine.log import PIPELINED_APPEND_MIN_BYTES, Log
 from seglog.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -23,6 +29,7 @@ from seglog.errors import (
 )
 from seglog.format.batch import ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK
 from seglog.storage import fault_points
+from seglog.storage.side_threads import SideThreads
 from support.index_oracle import check_partition_dir
 from support.kafka_oracle import read_partition_dir_with_kafka_python
 
@@ -42,7 +49,9 @@ def big_chunk(batches: int = 40, per_batch: int = 10, first: int = 0) -> tuple[b
         positions.append(at)
         parts.append(data)
         at += len(data)
-    return b"".join(parts), positions
+    chunk = b"".join(parts)
+    assert len(chunk) >= PIPELINED_APPEND_MIN_BYTES
+    return chunk, positions
 
 
 def log_bytes(log: Log) -> bytes:
@@ -200,3 +209,160 @@ def test_a_log_file_cut_short_under_an_open_log_raises_instead_of_looping(
     with pytest.raises(CorruptRecordError, match="ends before the segment's size") as caught:
         list(segment.iter_batches(0, segment.size))
     assert caught.value.position == positions[5]
+
+
+def test_the_pipelined_path_is_taken_only_where_no_record_check_is_needed() -> None:
+    chunk, _ = big_chunk()
+    plain = validate_append(
+        chunk, config=config(), log_end_offset=0, now_ms=T0, where="x", defer_crc=True
+    )
+    assert plain.crc_deferred
+    for cfg in (
+        config(cleanup_policy=("compact",)),  # keys are checked: everything before the write
+        config(message_timestamp_type="LogAppendTime"),  # batches are rewritten
+        config(message_timestamp_before_max_ms=10**12),  # timestamps are checked
+    ):
+        checked = validate_append(
+            chunk, config=cfg, log_end_offset=0, now_ms=T0, where="x", defer_crc=True
+        )
+        assert not checked.crc_deferred
+
+
+def test_check_batch_crcs_finds_the_first_bad_batch() -> None:
+    chunk, positions = big_chunk()
+    checked = validate_append(
+        chunk, config=config(), log_end_offset=0, now_ms=T0, where="here", defer_crc=True
+    )
+    check_batch_crcs(chunk, checked.spans, "here")
+    damaged = bytearray(chunk)
+    damaged[positions[3] + 200] ^= 1
+    damaged[positions[9] + 200] ^= 1
+    with pytest.raises(CorruptRecordError, match="here: batch CRC mismatch") as caught:
+        check_batch_crcs(damaged, checked.spans, "here")
+    assert caught.value.position == positions[3]
+
+
+def side_thread_names() -> list[str]:
+    return [t.name for t in threading.enumerate() if t.name.startswith("seglog-side-")]
+
+
+def test_a_log_opened_alone_makes_and_stops_its_own_side_thread(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    before = side_thread_names()
+    log = open_log(tmp_path, clock)
+    log.append(batch([b"small"]))
+    assert side_thread_names() == before  # a small append never wakes a thread
+    log.append(big_chunk()[0])
+    assert len(side_thread_names()) == len(before) + 1
+    log.close()
+    assert side_thread_names() == before
+
+
+def test_shared_side_threads_serve_concurrent_logs_and_busy_ones_check_inline(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """Four logs appending at once through one side thread: whoever finds it busy checks
+    before writing; every log ends with every record, and a bad chunk is refused either way."""
+    side = SideThreads(max_threads=1)
+    logs = [
+        Log.open(tmp_path / f"events-{p}", TP, config(), clock=clock, side_threads=side)
+        for p in range(4)
+    ]
+    chunk, positions = big_chunk()
+    damaged = bytearray(chunk)
+    damaged[positions[7] + 300] ^= 0x10
+    refused: list[int] = []
+    lock = threading.Lock()
+
+    def produce(log: Log) -> None:
+        for round_ in range(6):
+            if round_ == 3:
+                with pytest.raises(CorruptRecordError):
+                    log.append(bytes(damaged))
+                with lock:
+                    refused.append(1)
+            log.append(chunk)
+
+    workers = [threading.Thread(target=produce, args=(log,)) for log in logs]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(refused) == 4
+    for log in logs:
+        assert log.log_end_offset == 6 * 400
+        assert [offset for offset, _ in values(log)] == list(range(2400))
+        log.close()
+    side.close()
+    for p in range(4):
+        assert check_partition_dir(tmp_path / f"events-{p}") == []
+
+
+def test_side_threads_hand_back_results_errors_and_refuse_when_busy() -> None:
+    before = side_thread_names()
+    side = SideThreads(max_threads=1)
+    release = threading.Event()
+    started = threading.Event()
+
+    def slow() -> int:
+        started.set()
+        release.wait(10)
+        return 7
+
+    job = side.submit(slow)
+    assert job is not None
+    started.wait(10)
+    assert side.submit(lambda: 1) is None  # the only thread is busy: run it yourself
+    release.set()
+    assert job.result() == 7
+    failing = side.submit(lambda: 1 // 0)
+    assert failing is not None
+    with pytest.raises(ZeroDivisionError):
+        failing.result()
+    again = side.submit(lambda: "ok")  # the thread came back after the error
+    assert again is not None and again.result() == "ok"
+    assert len(side_thread_names()) == len(before) + 1
+    side.close()
+    assert side.submit(lambda: 1) is None
+    assert side_thread_names() == before  # stopped and joined
+    with pytest.raises(ValueError, match="at least 1"):
+        SideThreads(max_threads=0)
+
+
+@pytest.mark.parametrize("damaged", [False, True])
+def test_a_crash_between_the_write_and_the_crc_verdict_recovers_to_whole_batches(
+    tmp_path: Path, clock: ManualClock, damaged: bool
+) -> None:
+    """The process dies right after a pipelined append's bytes reached the file, before the
+    side thread's verdict: the reopened log keeps every batch before the append and, of the
+    append, only whole CRC-valid batches (all of them when none was damaged: an append that
+    was never acknowledged may survive a crash, as in Kafka; none from the damaged one on)."""
+    from seglog.testing.crash import SimulatedCrash
+
+    log = open_log(tmp_path, clock)
+    log.append(batch([b"before"]))
+    log.flush()
+    chunk, positions = big_chunk()
+    data = bytearray(chunk)
+    if damaged:
+        data[positions[20] + 500] ^= 0x01
+    path = str(log.active_segment.log_path)
+
+    def crash_after_the_log_write(operation: str, target: str, source: str | None) -> None:
+        if operation == "write" and target == path:
+            raise SimulatedCrash(1, operation, target)
+
+    previous = fault_points.set_after_hook(crash_after_the_log_write)
+    try:
+        with pytest.raises(SimulatedCrash):
+            log.append(bytes(data))
+    finally:
+        fault_points.set_after_hook(previous)
+    for segment in log.segments:  # the process is gone: no close, nothing more written
+        segment.release_files()
+    reopened = open_log(tmp_path, clock, recovery_point=0)
+    kept = [offset for offset, _ in values(reopened)]
+    assert kept == list(range(1 + (20 * 10 if damaged else 400)))
+    reopened.close()
+    assert check_partition_dir(tmp_path / "events-0") == []

@@ -21,6 +21,12 @@ stamping ``partitionLeaderEpoch`` (both outside the CRC). With ``CreateTime`` th
 ``maxTimestamp`` is trusted: it is covered by the CRC, and decoding every record only to
 recompute it would cost the append path a full record scan (Kafka recomputes it; a producer
 that writes a wrong max harms only its own time lookups).
+
+The CRC check may be deferred (``defer_crc``): the header walk then checks every other rule
+and assigns offsets, and the caller runs :func:`check_batch_crcs` on another thread while the
+bytes are written, cutting them back if it fails (the engine's pipelined append, for large
+chunks of a topic whose records need no decoding). Everything else is still checked before
+anything is written.
 """
 
 from __future__ import annotations
@@ -81,6 +87,15 @@ class ValidatedAppend(NamedTuple):
     max_timestamp: int
     spans: list[BatchSpan]
     record_count: int
+    crc_deferred: bool = False  # the CRCs are still to be checked (check_batch_crcs)
+
+
+def needs_record_checks(config: LogConfig) -> bool:
+    """True when an append's records must be decoded (keys on a compacted topic, CreateTime
+    bounds); such an append is checked whole before it is written."""
+    return config.is_compacted or (
+        config.message_timestamp_type != "LogAppendTime" and has_timestamp_bounds(config)
+    )
 
 
 def has_timestamp_bounds(config: LogConfig) -> bool:
@@ -102,15 +117,20 @@ def validate_append(
     log_end_offset: int,
     now_ms: int,
     where: str,
+    defer_crc: bool = False,
 ) -> ValidatedAppend:
     """Check every batch of a producer's chunk and assign offsets in a private copy.
 
     The walk unpacks each 61-byte header once with :mod:`struct` and checks the CRC with one
     ``crc32c`` call: no object per batch beyond its :class:`BatchSpan` (this is the append
     hot path; see BENCHMARKS.md). The rules on the header are tested together, and only a
-    batch that fails them is examined again for the exact error (:func:`_refusal`).
+    batch that fails them is examined again for the exact error (:func:`_refusal`). With
+    ``defer_crc`` the CRCs are left to :func:`check_batch_crcs` (``crc_deferred`` says so);
+    it is ignored, and every CRC checked here, when the append needs record checks or
+    rewrites its batches (``LogAppendTime``).
     """
     log_append = config.message_timestamp_type == "LogAppendTime"
+    defer_crc = defer_crc and not log_append and not needs_record_checks(config)
     out: bytes | bytearray | memoryview = bytearray(data) if log_append else data
     view = memoryview(out)
     total = len(out)
@@ -140,7 +160,7 @@ def validate_append(
             or count != delta + 1
         ):
             raise _refusal(where, view, position, max_bytes)
-        if crc32c(view[position + ATTRIBUTES_OFFSET : end]) != crc:
+        if not defer_crc and crc32c(view[position + ATTRIBUTES_OFFSET : end]) != crc:
             raise _corrupt(where, position, f"batch CRC mismatch (stored {crc})")
         if not log_append:
             add_buffer(pack_prefix(next_offset, length, LEADER_EPOCH))
@@ -153,7 +173,8 @@ def validate_append(
             _INT64.pack_into(batch, _MAX_TIMESTAMP_AT, now_ms)
             _UINT32.pack_into(batch, CRC_OFFSET, crc32c(batch[ATTRIBUTES_OFFSET:]))
         last = next_offset + delta
-        max_timestamp = max(max_timestamp, batch_max)
+        if batch_max > max_timestamp:  # noqa: PLR1730  (a builtin call costs more per batch)
+            max_timestamp = batch_max
         add_span((position, size, last, batch_max))
         next_offset = last + 1
         records += count
@@ -164,8 +185,27 @@ def validate_append(
     if config.is_compacted or check_times:
         _validate_records(view, config, now_ms, check_times, where, records)
     return ValidatedAppend(
-        buffers, total, log_end_offset, next_offset - 1, max_timestamp, spans, records
+        buffers, total, log_end_offset, next_offset - 1, max_timestamp, spans, records, defer_crc
     )
+
+
+def check_batch_crcs(
+    data: bytes | bytearray | memoryview, spans: list[BatchSpan], where: str
+) -> None:
+    """Check the CRC of each batch of ``data`` (spans from :func:`validate_append`).
+
+    Meant for a side thread while the appending thread waits in ``pwritev``: the loop keeps
+    the GIL (releasing it per batch measured slower, the hand-offs costing more than they
+    give), which the appending thread needs only once its write has returned. Raises
+    ``CorruptRecordError`` naming the first bad batch's position in the append, as
+    :func:`validate_append` does.
+    """
+    view = memoryview(data)
+    stored_crc = _UINT32.unpack_from
+    for position, size, _, _ in spans:
+        (stored,) = stored_crc(view, position + CRC_OFFSET)
+        if crc32c(view[position + ATTRIBUTES_OFFSET : position + size]) != stored:
+            raise _corrupt(where, position, f"batch CRC mismatch (stored {stored})")
 
 
 def _refusal(

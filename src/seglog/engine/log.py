@@ -18,6 +18,15 @@ a partial batch (a segment's readable size only grows after a whole append was w
 Append (spec §5.1): validate each batch and assign offsets from LEO
 (:mod:`seglog.core.append_validation`), roll if a roll condition holds
 (:mod:`seglog.core.roll`), write, and flush when ``flush.messages`` is reached.
+
+A large append (at least ``PIPELINED_APPEND_MIN_BYTES``, on a topic whose records need no
+decoding: not compacted, no CreateTime bounds) is pipelined: the header walk checks
+everything but the CRCs and assigns offsets, then the CRCs are checked (and the index entries
+planned) on a side thread while this thread writes the bytes (``pwritev`` releases the GIL);
+a bad CRC cuts the segment back before the append returns, so nothing of a refused append
+stays (see ``LogSegment.append``). The CRC check is about half of an append's own CPU and
+overlaps the kernel's copy into the page cache this way (BENCHMARKS.md, append). Smaller
+appends are checked whole first: waking a thread costs more than it saves there.
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ from typing import NamedTuple
 
 from seglog.clock import Clock
 from seglog.config import LogConfig
-from seglog.core.append_validation import LEADER_EPOCH, validate_append
+from seglog.core.append_validation import LEADER_EPOCH, check_batch_crcs, validate_append
 from seglog.core.cleaning import CleanerSegmentFacts
 from seglog.core.retention import RetentionPlan, RetentionSettings, SegmentFacts, plan_retention
 from seglog.core.roll import (
@@ -70,9 +79,11 @@ from seglog.storage.partition_dirs import (
     write_leader_epochs,
 )
 from seglog.storage.segment import FetchSlice, LogSegment
+from seglog.storage.side_threads import SideThreads
 
 DEFAULT_FETCH_MAX_BYTES = 1024 * 1024
 APPEND_CHUNK_BYTES_MAX = 4 * 1024 * 1024  # append_records: bytes per Log.append call
+PIPELINED_APPEND_MIN_BYTES = 256 * 1024  # appends this large write while checking CRCs
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
@@ -143,6 +154,7 @@ class Log:
         rng: random.Random | None = None,
         flush_executor: Executor | None = None,
         file_deleter: Callable[[LogSegment], None] | None = None,
+        side_threads: SideThreads | None = None,
     ) -> None:
         self.directory = directory
         self.topic_partition = topic_partition
@@ -152,6 +164,8 @@ class Log:
         self.load_report: LoadReport = loaded.report
         self._rng = rng or random.Random()
         self._flush_executor = flush_executor
+        self._side_threads = side_threads
+        self._owns_side_threads = False
         # Physically removes a segment whose files were renamed ``.deleted``; the LogManager
         # schedules it after file.delete.delay.ms. Without one it happens at once.
         self._file_deleter = file_deleter or _delete_now
@@ -187,11 +201,14 @@ class Log:
         writable: bool = True,
         flush_executor: Executor | None = None,
         file_deleter: Callable[[LogSegment], None] | None = None,
+        side_threads: SideThreads | None = None,
     ) -> Log:
         """Open (creating when writable) a partition directory and load it (spec §12).
 
         ``flush_executor`` runs the flush that follows each roll in the background, as Kafka
         does, so the append that rolls does not wait for fsyncs; without one it runs inline.
+        ``side_threads`` check the CRCs of large appends while their bytes are written (see
+        :meth:`append`); without them the log makes its own (one thread) when first needed.
         """
         if writable:
             ensure_partition_dir(directory)
@@ -216,6 +233,7 @@ class Log:
                 writable=writable,
                 flush_executor=flush_executor,
                 file_deleter=file_deleter,
+                side_threads=side_threads,
             )
         except BaseException:
             # e.g. the leader-epoch file unreadable or not writable: no descriptor stays open
@@ -280,12 +298,14 @@ class Log:
         with self._lock:
             self._check_writable()
             now_ms = self.clock.now_ms()
+            pipelined = len(data) >= PIPELINED_APPEND_MIN_BYTES
             checked = validate_append(
                 data,
                 config=self.config,
                 log_end_offset=self.log_end_offset,
                 now_ms=now_ms,
                 where=self._append_where,
+                defer_crc=pipelined,
             )
             size = checked.size
             if size > self.config.segment_bytes:
@@ -296,7 +316,17 @@ class Log:
             rolled = self._maybe_roll(size, checked.max_timestamp, checked.last_offset, now_ms)
             if not self._epochs:
                 self._assign_epoch(checked.first_offset)
-            self.active_segment.append(checked.buffers, size, checked.spans)
+            if checked.crc_deferred:
+                spans, where = checked.spans, self._append_where
+                self.active_segment.append(
+                    checked.buffers,
+                    size,
+                    spans,
+                    check=lambda: check_batch_crcs(data, spans, where),
+                    checker=self._checker(),
+                )
+            else:
+                self.active_segment.append(checked.buffers, size, checked.spans)
             self.log_end_offset = checked.last_offset + 1
             if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
                 self.flush()
@@ -310,6 +340,14 @@ class Log:
                 size,
                 rolled,
             )
+
+    def _checker(self) -> SideThreads:
+        """The side threads that check pipelined appends' CRCs: the LogManager's shared
+        ones, or this log's own single one, made on first use and stopped by close()."""
+        if self._side_threads is None:
+            self._side_threads = SideThreads(max_threads=1)
+            self._owns_side_threads = True
+        return self._side_threads
 
     def append_records(
         self,
@@ -1018,3 +1056,6 @@ class Log:
             for segment in self._segments:
                 segment.close()
             self._closed = True
+            if self._owns_side_threads and self._side_threads is not None:
+                self._side_threads.close()
+                self._side_threads = None

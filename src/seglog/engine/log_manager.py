@@ -30,6 +30,7 @@ seglog opens a directory a broker owns, or the corpus.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -97,6 +98,7 @@ from seglog.storage.partition_dirs import (
     rename_partition_dir,
 )
 from seglog.storage.segment import LogSegment
+from seglog.storage.side_threads import SideThreads
 
 
 def _topic_partition_of(directory: Path) -> tuple[str, int]:
@@ -173,6 +175,9 @@ class LogManager:
         self.scheduler = Scheduler(self.clock)
         # One thread runs the fsyncs that follow rolls (Kafka's "flush-log" task).
         self._flush_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seglog-flush")
+        # Side threads check the CRCs of large appends while they are written (Log.append),
+        # shared by every log; a log finding them all busy checks before it writes.
+        self._side_threads = SideThreads(max_threads=os.cpu_count() or 2)
         self._lock = threading.RLock()
         self._roots = [
             _Root(LogDirectory(Path(d), writable=not read_only)) for d in broker.log_dirs
@@ -342,6 +347,7 @@ class LogManager:
                 writable=not self.read_only,
                 flush_executor=self._flush_executor,
                 file_deleter=self._schedule_file_deletion,
+                side_threads=self._side_threads,
             )
             self._logs[tp] = log
             self._log_root[tp] = index
@@ -482,6 +488,7 @@ class LogManager:
             had_clean_shutdown=False,
             flush_executor=self._flush_executor,
             file_deleter=self._schedule_file_deletion,
+            side_threads=self._side_threads,
         )
         self._logs[tp] = log
         self._log_root[tp] = index
@@ -916,6 +923,7 @@ class LogManager:
 
     def _release(self) -> None:
         self._flush_executor.shutdown(wait=True)
+        self._side_threads.close()
         # After a failed open or close no descriptor may stay open (a supervisor retrying on
         # a full disk would leak them); nothing is written here (a clean close has already
         # closed everything, so this does nothing then).

@@ -38,12 +38,14 @@ and finds bytes.
 from __future__ import annotations
 
 import contextlib
+import functools
 import mmap
 import os
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -69,6 +71,7 @@ from seglog.kernels import walk_batches
 from seglog.kernels.codes import END_CLEAN, END_TORN, FRAME_FIELDS, FRAME_POSITION
 from seglog.storage import fileops
 from seglog.storage.index_file import NO_TIMESTAMP, OffsetIndexFile, TimeIndexFile
+from seglog.storage.side_threads import SideJob, SideThreads
 
 INT32_MAX = (1 << 31) - 1
 SCAN_CHUNK_BYTES = 64 * 1024
@@ -124,6 +127,18 @@ class SegmentRecovery:
     batches: int
     next_offset: int | None  # offset after the last valid batch, None when empty
     end_reason: str
+
+
+class _IndexPlan(NamedTuple):
+    """What an append adds to the indexes, and the segment's index state after it."""
+
+    offsets: list[int]
+    positions: list[int]
+    timestamps: list[int]
+    time_offsets: list[int]
+    max_timestamp: int
+    shallow_offset: int
+    bytes_since_entry: int
 
 
 class _EntryRefused(Exception):
@@ -287,11 +302,29 @@ class LogSegment:
         buffers: Sequence[bytes | bytearray | memoryview],
         size: int,
         batches: Sequence[BatchSpan],
+        *,
+        check: Callable[[], None] | None = None,
+        checker: SideThreads | None = None,
     ) -> None:
         """Write whole batches at the end, then index them (spec §5.1).
 
         ``buffers`` (``size`` bytes in all) are written in order with ``pwritev``; ``batches``
-        describes each batch of them, positions relative to the first byte. Kafka's rule is
+        describes each batch of them, positions relative to the first byte.
+
+        ``check`` is a last test of the bytes (the engine's deferred CRC check). With a
+        ``checker`` (:class:`seglog.storage.side_threads.SideThreads` with a free thread) it
+        runs on that thread, followed by the index planning, while this thread writes the
+        bytes past :attr:`size` (``pwritev`` releases the GIL, so the two overlap: the thread
+        that waits in the system call hands the GIL over at once, which a thread woken to
+        write while this one checks would not get until the checks were done). When the
+        check raises, the file is cut back to :attr:`size` and the error propagates, so the
+        segment never keeps the append. Until this method returns :attr:`size` (what readers
+        and flushes see) is unchanged; a crash in between leaves bytes past the valid end,
+        which recovery checks and cuts like any torn tail (a batch that failed ``check``
+        fails recovery's CRC check too). Without a free side thread the check runs before
+        the write.
+
+        Kafka's index rule is
         applied as if each batch were its own append: a batch that starts more than
         ``index.interval.bytes`` after the last entry's gets an offset entry (its last
         offset -> its position) and a time entry (the running max). Kafka applies the rule
@@ -316,20 +349,60 @@ class LogSegment:
             raise InvalidRecordError(f"segment {self.log_path} would pass 2 GiB")
         if position == 0:
             self._rolling_based_timestamp = max(b[3] for b in batches)
+        self._ensure_max_timestamp()  # may read the .log: never on the side thread
+        side: SideJob[_IndexPlan] | None = None
+        if check is not None:
+            if checker is not None:
+                side = checker.submit(
+                    functools.partial(self._check_and_plan, check, position, batches)
+                )
+            if side is None:
+                check()  # no side thread (or none free): check before writing
         try:
             _write_all(self._fd, self.log_path, buffers, size, position)
-        except OSError as exc:
-            # A short write (disk full mid-batch) must not leave a torn tail behind: cut
-            # the file back to where the append started, so the segment stays whole batches.
-            try:
-                fileops.truncate(self._fd, self.log_path, position)
-            except OSError:
-                self.needs_recovery = True  # the next open must recover this segment
+        except BaseException as exc:
+            if side is not None:
+                with contextlib.suppress(BaseException):
+                    side.result()  # never leave the side job running on a failed append
+            if not isinstance(exc, OSError):
+                raise
+            self._cut_back(position)
+            # A short write (disk full mid-batch) must not leave a torn tail behind: the file
+            # was cut back to where the append started, so the segment stays whole batches.
             raise StorageWriteError(
                 exc.strerror or str(exc), path=str(self.log_path), errno_code=exc.errno
             ) from exc
+        if side is None:
+            plan = self._plan_index(position, batches)
+        else:
+            try:
+                plan = side.result()
+            except BaseException:
+                self._cut_back(position)
+                raise
         self.size = position + size
-        self._ensure_max_timestamp()
+        self._apply_index_plan(plan)
+
+    def _cut_back(self, position: int) -> None:
+        """Cut the ``.log`` back to ``position`` after a failed append (when even that
+        fails, the next open must recover this segment)."""
+        assert self._fd is not None
+        try:
+            fileops.truncate(self._fd, self.log_path, position)
+        except OSError:
+            self.needs_recovery = True
+
+    def _check_and_plan(
+        self, check: Callable[[], None], position: int, batches: Sequence[BatchSpan]
+    ) -> _IndexPlan:
+        """The side thread's half of a pipelined append: the check, then the index plan
+        (both read only what the appending thread does not change meanwhile)."""
+        check()
+        return self._plan_index(position, batches)
+
+    def _plan_index(self, position: int, batches: Sequence[BatchSpan]) -> _IndexPlan:
+        """The index entries Kafka's rule gives ``batches`` appended at ``position``, and the
+        segment's index state after them; changes nothing."""
         max_timestamp = self._max_timestamp
         assert max_timestamp is not None
         shallow = self._shallow_offset_of_max_timestamp
@@ -358,17 +431,27 @@ class LogSegment:
                 since_entry = batch_size
             else:
                 since_entry += batch_size
-        if entry_offsets and offset_room > 0:
-            if len(entry_offsets) > offset_room:
-                del entry_offsets[offset_room:], entry_positions[offset_room:]
-            offset_index.extend(entry_offsets, entry_positions)
-        if entry_timestamps and time_room > 0:
-            if len(entry_timestamps) > time_room:
-                del entry_timestamps[time_room:], entry_time_offsets[time_room:]
-            time_index.extend(entry_timestamps, entry_time_offsets)
-        self._max_timestamp = max_timestamp
-        self._shallow_offset_of_max_timestamp = shallow
-        self._bytes_since_last_index_entry = since_entry
+        offset_room, time_room = max(offset_room, 0), max(time_room, 0)
+        del entry_offsets[offset_room:], entry_positions[offset_room:]
+        del entry_timestamps[time_room:], entry_time_offsets[time_room:]
+        return _IndexPlan(
+            entry_offsets,
+            entry_positions,
+            entry_timestamps,
+            entry_time_offsets,
+            max_timestamp,
+            shallow,
+            since_entry,
+        )
+
+    def _apply_index_plan(self, plan: _IndexPlan) -> None:
+        if plan.offsets:
+            self.offset_index.extend(plan.offsets, plan.positions)
+        if plan.timestamps:
+            self.time_index.extend(plan.timestamps, plan.time_offsets)
+        self._max_timestamp = plan.max_timestamp
+        self._shallow_offset_of_max_timestamp = plan.shallow_offset
+        self._bytes_since_last_index_entry = plan.bytes_since_entry
 
     # --- reading ---------------------------------------------------------------------------
     def read_at(self, position: int, length: int) -> bytes:
