@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from seglog.clock import ManualClock
 from seglog.config import BrokerConfig
 from seglog.engine.log_manager import open_log_dirs
@@ -93,3 +95,19 @@ def test_spark_failed_task_leaves_its_partition_as_it_was(spark: Any, tmp_path: 
     assert after == before
     with open_log_dirs([b], clock=clock) as manager:
         assert "users-0" not in {str(tp) for tp in manager.cleaner_checkpoints()}
+
+
+def test_balance_packs_partitions_into_one_task_per_core() -> None:
+    """LPT: largest first, each into the least loaded bin; no empty bins; every index once."""
+    from seglog.spark.compaction_job import balance
+
+    assert balance([5, 5, 5, 5, 5, 5, 5, 5], 2) == [[0, 2, 4, 6], [1, 3, 5, 7]]
+    assert balance([10, 1, 1, 1, 7], 2) == [[0], [4, 1, 2, 3]]  # 10 against 7+1+1+1
+    assert balance([3, 9], 8) == [[1], [0]]  # never more bins than partitions
+    assert balance([], 4) == []
+    bins = balance([7, 3, 9, 1, 4, 4, 8, 2], 3)
+    assert sorted(i for b in bins for i in b) == list(range(8))
+    loads = sorted(sum([7, 3, 9, 1, 4, 4, 8, 2][i] for i in b) for b in bins)
+    assert loads == [12, 13, 13]
+    with pytest.raises(ValueError, match="at least 1"):
+        balance([1], 0)
