@@ -135,3 +135,41 @@ def test_bulk_and_single_entries_reach_the_file_in_order(tmp_path: Path) -> None
     )
     with pytest.raises(CorruptIndexError):
         times.extend([40], [13])  # not growing
+
+
+@pytest.mark.parametrize("kind", [OffsetIndexFile, TimeIndexFile])
+def test_a_preallocated_index_loads_without_reading_its_hole(
+    tmp_path: Path, kind: type[OffsetIndexFile] | type[TimeIndexFile]
+) -> None:
+    """A 10 MiB preallocated index is its entries then a hole: the load reads only up to the
+    hole (``fileops.read_leading_data``) and finds the same entries, length and checks as a
+    copy whose zeros were written out (no hole: everything is read)."""
+    from seglog.storage import fileops
+
+    sparse = tmp_path / (
+        "00000000000000000000" + (".index" if kind is OffsetIndexFile else ".timeindex")
+    )
+    index = kind(sparse, 0, segment_index_bytes=10 * 1024 * 1024)
+    index.create_preallocated()
+    for i in range(1, 2001):
+        if isinstance(index, OffsetIndexFile):
+            index.append(i * 10, i * 4096)
+        else:
+            index.maybe_append(1_700_000_000_000 + i, i * 10)
+    index.sync()
+    index.close()
+    dense = tmp_path / "dense" / sparse.name
+    dense.parent.mkdir()
+    dense.write_bytes(sparse.read_bytes())  # zeros written: no hole
+    data, length = fileops.read_leading_data(sparse)
+    assert length == sparse.stat().st_size == dense.stat().st_size
+    assert len(data) < length  # the hole was not read (ext4 and tmpfs report holes)
+    assert data == sparse.read_bytes()[: len(data)]
+    dense_data, dense_length = fileops.read_leading_data(dense)
+    assert dense_length == length and len(dense_data) == length
+    loaded = [kind(p, 0, segment_index_bytes=10 * 1024 * 1024) for p in (sparse, dense)]
+    assert loaded[0].entries == loaded[1].entries == 2000
+    assert loaded[0].last_entry() == loaded[1].last_entry()
+    assert [loaded[0].lookup(k) for k in (0, 55, 10_000, 19_995)] == [
+        loaded[1].lookup(k) for k in (0, 55, 10_000, 19_995)
+    ]

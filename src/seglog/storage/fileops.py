@@ -79,6 +79,25 @@ def read_bytes(path: StrPath) -> bytes:
         return handle.read()
 
 
+def read_leading_data(path: StrPath) -> tuple[bytes, int]:
+    """``path``'s bytes up to its first hole, and the file's length (operation ``open``).
+
+    A preallocated index file (``ftruncate`` to ``segment.index.bytes``) is its entries then
+    a hole, which reads as zeros: reading only up to ``SEEK_HOLE`` (a block boundary at or
+    after the last written byte) gives the same entries without reading megabytes of zeros.
+    Where the file system reports no holes, ``SEEK_HOLE`` is the end of the file and this
+    reads everything, like :func:`read_bytes`.
+    """
+    with open_read(path) as handle:
+        fd = handle.fileno()
+        length = os.fstat(fd).st_size
+        try:
+            data_end = os.lseek(fd, 0, os.SEEK_HOLE)
+        except OSError:
+            data_end = length
+        return os.pread(fd, min(data_end, length), 0) if data_end else b"", length
+
+
 def _write_error(path: StrPath, exc: OSError) -> StorageWriteError:
     if isinstance(exc, StorageWriteError):
         return exc

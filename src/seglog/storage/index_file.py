@@ -118,12 +118,13 @@ class _IndexFile:
             return
         self._loaded = True
         try:
-            data = fileops.read_bytes(self.path)
+            # The entries: a preallocated file's zero tail is a hole, not read (it could only
+            # hold zero entries, which end the entries anyway).
+            data, self._loaded_file_bytes = fileops.read_leading_data(self.path)
         except FileNotFoundError:
             return  # Kafka creates index files lazily: missing reads as empty (spec §7.5)
         except OSError as exc:
             raise UnreadableFileError(exc.strerror or str(exc), path=str(self.path)) from exc
-        self._loaded_file_bytes = len(data)
         self._load_entries(data)
         self._written = len(self._keys)
 
