@@ -19,9 +19,9 @@ the clock; the clock covers everything a user waits for:
 1. *in-process cleaner, 1 thread*: ``open_log_dirs`` + ``LogManager.clean_once()`` (one cleaner,
    the partitions one after another, ``log.cleaner.threads=1``, the default) + ``close()``.
 2. *Spark job, local[2]*: ``seglog.spark.compaction_job.compact(spark, broker)``: the driver's
-   open, plan, one RDD task per partition on two executor cores, commit, close. The session
-   (``local[2]``, created once before the rounds, default JIT) and its Python workers are warm
-   after the warm-up round, as in a long-lived Spark application.
+   open, plan, the partitions packed into one RDD task per executor core (two), commit,
+   close. The session (``local[2]``, created once before the rounds, default JIT) and its
+   Python workers are warm after the warm-up round, as in a long-lived Spark application.
 
 Both clean with the same ``now`` (a fixed instant), so the warm-up outputs are compared file
 by file: every ``.log``, ``.index``, ``.timeindex`` and checkpoint must be byte-identical

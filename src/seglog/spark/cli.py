@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
         help="clean every compacted partition that needs it, on Spark",
         description=(
             "The Kafka-style log cleaner as a Spark job: the same decisions and bytes as "
-            "`seglog clean --once`, one task per partition."
+            "`seglog clean --once`; the partitions are packed into one task per core."
         ),
     )
     common(compact)
