@@ -13,7 +13,10 @@ import errno
 import os
 import struct
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from log_support import T0, TP, batch, config, open_log, values
@@ -29,9 +32,11 @@ from seglog.errors import (
 )
 from seglog.format.batch import ATTRIBUTES_OFFSET, CONTROL_FLAG_MASK
 from seglog.storage import fault_points
-from seglog.storage.side_threads import SideThreads
+from seglog.storage.side_threads import SideJob, SideThreads
 from support.index_oracle import check_partition_dir
 from support.kafka_oracle import read_partition_dir_with_kafka_python
+
+T = TypeVar("T")
 
 VALUE = b"v" * 1000
 
@@ -299,6 +304,15 @@ def test_shared_side_threads_serve_concurrent_logs_and_busy_ones_check_inline(
         assert check_partition_dir(tmp_path / f"events-{p}") == []
 
 
+def submit_soon(side: SideThreads, fn: Callable[[], T]) -> SideJob[T]:
+    """Submit once the pool's thread is back (within 10 s)."""
+    deadline = time.monotonic() + 10
+    while (job := side.submit(fn)) is None:
+        assert time.monotonic() < deadline, "the side thread never came back"
+        time.sleep(0.0005)
+    return job
+
+
 def test_side_threads_hand_back_results_errors_and_refuse_when_busy() -> None:
     before = side_thread_names()
     side = SideThreads(max_threads=1)
@@ -320,8 +334,12 @@ def test_side_threads_hand_back_results_errors_and_refuse_when_busy() -> None:
     assert failing is not None
     with pytest.raises(ZeroDivisionError):
         failing.result()
-    again = side.submit(lambda: "ok")  # the thread came back after the error
-    assert again is not None and again.result() == "ok"
+    # The thread comes back to the pool once it is done with (or has skipped) the job: the
+    # caller may have run a job itself when the thread had not started it yet.
+    assert submit_soon(side, lambda: "ok").result() == "ok"
+    # many short jobs: each value comes back, whichever thread ran it
+    results = [submit_soon(side, lambda n=n: n * n).result() for n in range(200)]
+    assert results == [n * n for n in range(200)]
     assert len(side_thread_names()) == len(before) + 1
     side.close()
     assert side.submit(lambda: 1) is None
@@ -366,3 +384,13 @@ def test_a_crash_between_the_write_and_the_crc_verdict_recovers_to_whole_batches
     assert kept == list(range(1 + (20 * 10 if damaged else 400)))
     reopened.close()
     assert check_partition_dir(tmp_path / "events-0") == []
+
+
+def test_a_job_no_thread_has_started_is_run_by_the_caller() -> None:
+    """A side thread that has not woken yet (its core busy or taken by the host) never makes
+    the caller wait: result() claims the job and runs it; the thread then skips it."""
+    ran_in: list[str] = []
+    job = SideJob(lambda: ran_in.append(threading.current_thread().name) or 42)
+    assert job.result() == 42
+    assert ran_in == [threading.current_thread().name]
+    assert job._try_run() is False  # what the late thread finds: already claimed, skipped

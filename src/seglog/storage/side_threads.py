@@ -13,8 +13,10 @@ Rules:
 * :meth:`SideThreads.submit` never waits: it returns ``None`` when every thread is busy and
   the limit is reached, and the caller runs the job itself (so a job never queues behind
   another, and a caller never blocks on a pool);
-* the caller must call :meth:`SideJob.result` exactly once per job (it waits for the job,
-  returns its value or raises its exception, and gives the thread back);
+* the caller must call :meth:`SideJob.result` once per job: it returns the job's value or
+  raises its exception, running the job itself when the side thread has not started it
+  (a late thread costs the caller nothing more than doing the job alone); the thread goes
+  back to the pool when it is done with (or has skipped) its job;
 * at most ``max_threads`` threads (made on first need, daemon threads named
   ``seglog-side-N``); :meth:`SideThreads.close` stops them once their jobs are done.
 """
@@ -32,51 +34,74 @@ MAX_SIDE_THREADS_DEFAULT = 2
 
 
 class SideJob(Generic[T]):
-    """One job handed to a side thread; see the module docstring."""
+    """One job handed to a side thread; see the module docstring.
 
-    __slots__ = ("_error", "_owner", "_result", "_thread")
+    Whoever takes ``_claim`` first runs the job: the side thread when it wakes, or the
+    caller in :meth:`result` when the side thread has not started it yet (its core was busy
+    or taken by the host), so a late thread never makes the caller wait longer than running
+    the job itself would.
+    """
 
-    def __init__(self, owner: SideThreads, thread: _SideThread) -> None:
-        self._owner = owner
-        self._thread = thread
+    __slots__ = ("_claim", "_done", "_error", "_fn", "_result")
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self._fn = fn
+        self._claim = _thread.allocate_lock()
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
         self._result: T | None = None
         self._error: BaseException | None = None
 
+    def _execute(self) -> None:
+        try:
+            self._result = self._fn()
+        except BaseException as exc:  # handed to the caller by result()
+            self._error = exc
+
+    def _try_run(self) -> bool:
+        """Run the job here unless someone else has claimed it; whether this call ran it."""
+        if not self._claim.acquire(blocking=False):
+            return False
+        self._execute()
+        self._done.release()
+        return True
+
     def result(self) -> T:
-        """Wait for the job; its value, or its exception raised here."""
-        thread = self._thread
-        thread.done.acquire()
-        self._owner._give_back(thread)
+        """The job's value, or its exception raised here (runs it here if not started)."""
+        self._try_run()
+        self._done.acquire()
         if self._error is not None:
             raise self._error
         return self._result  # type: ignore[return-value]  # set by the job when no error
 
 
 class _SideThread:
-    """A daemon thread that waits on ``go``, runs ``job``, then releases ``done``."""
+    """A daemon thread that waits on ``go``, runs its job unless the caller already took it,
+    then goes back to its pool's idle list."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, owner: SideThreads, name: str) -> None:
+        self.owner = owner
         self.go = _thread.allocate_lock()
-        self.done = _thread.allocate_lock()
         self.go.acquire()
-        self.done.acquire()
-        self.fn: Callable[[], object] | None = None
         self.job: SideJob[object] | None = None
+        self.busy = False  # handed a job and not yet back in the pool (the pool's lock)
         self.thread = threading.Thread(target=self._run, name=name, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         while True:
             self.go.acquire()
-            fn, job = self.fn, self.job
-            if fn is None or job is None:
+            job, self.job = self.job, None
+            if job is None:
                 return  # closed
-            try:
-                job._result = fn()
-            except BaseException as exc:  # handed to the caller by SideJob.result
-                job._error = exc
-            self.fn = self.job = None
-            self.done.release()
+            if job._claim.acquire(blocking=False):
+                job._execute()
+                # Back in the pool before the caller hears of the result, so the caller's
+                # next submit finds this thread free.
+                self.owner._give_back(self)
+                job._done.release()
+            else:  # the caller ran it meanwhile
+                self.owner._give_back(self)
 
 
 class SideThreads:
@@ -99,29 +124,34 @@ class SideThreads:
             if self._idle:
                 thread = self._idle.pop()
             elif len(self._all) < self.max_threads:
-                thread = _SideThread(f"seglog-side-{len(self._all)}")
+                thread = _SideThread(self, f"seglog-side-{len(self._all)}")
                 self._all.append(thread)
             else:
                 return None
-        job: SideJob[T] = SideJob(self, thread)
-        thread.fn = fn
+            thread.busy = True
+        job: SideJob[T] = SideJob(fn)
         thread.job = job  # type: ignore[assignment]  # results are typed by the job
         thread.go.release()
         return job
 
     def _give_back(self, thread: _SideThread) -> None:
         with self._lock:
-            self._idle.append(thread)
+            thread.busy = False
+            if not self._closed:
+                self._idle.append(thread)
 
     def close(self) -> None:
-        """Stop every thread (each finishes its job first); later submits return None."""
+        """Stop every thread once its job is over; later submits return None."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             threads = list(self._all)
         for thread in threads:
-            thread.fn = thread.job = None
+            # A busy thread finishes (or skips) its job first: wait until it is back.
+            while thread.busy and thread.thread.is_alive():
+                thread.thread.join(0.001)
+            thread.job = None
             thread.go.release()
         for thread in threads:
             if thread.thread is not threading.current_thread():
