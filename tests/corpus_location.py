@@ -47,3 +47,14 @@ def corpus_params(suffixes: tuple[str, ...]) -> list[Any]:
     if root is None or not files:
         return [pytest.param(None, id="no-corpus", marks=pytest.mark.skip(reason=NO_CORPUS_REASON))]
     return [pytest.param(path, id=str(path.relative_to(root))) for path in files]
+
+
+def snapshot(directory: Path) -> dict[str, tuple[int, int]]:
+    """(size, mtime) of every file below ``directory``: equal before and after a read-only
+    open proves nothing was written, renamed or locked there."""
+    out = {}
+    for dirpath, _, files in os.walk(directory):
+        for name in files:
+            stat = os.stat(os.path.join(dirpath, name))
+            out[os.path.join(dirpath, name)] = (stat.st_size, stat.st_mtime_ns)
+    return out

@@ -3,13 +3,12 @@ reads them; a copy opens read-write, takes appends, and still decodes in kafka-p
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 
-from corpus_location import NO_CORPUS_REASON, corpus_root
+from corpus_location import NO_CORPUS_REASON, corpus_root, snapshot
 from seglog.clock import ManualClock
 from seglog.config import BrokerConfig
 from seglog.engine.log import Log
@@ -45,15 +44,6 @@ def _params() -> list[object]:
     return [pytest.param(d, id=str(d.relative_to(root))) for d in dirs]
 
 
-def _snapshot(directory: Path) -> dict[str, tuple[int, int]]:
-    out = {}
-    for dirpath, _, files in os.walk(directory):
-        for name in files:
-            stat = os.stat(os.path.join(dirpath, name))
-            out[os.path.join(dirpath, name)] = (stat.st_size, stat.st_mtime_ns)
-    return out
-
-
 def _open(data_dir: Path, *, read_only: bool) -> LogManager:
     broker = BrokerConfig.from_properties({"log.dirs": str(data_dir)})
     return LogManager.open(broker, clock=ManualClock(), read_only=read_only)
@@ -76,7 +66,7 @@ def _oracle(log: Log) -> list[tuple[int, int, bytes | None, bytes | None]]:
 
 @pytest.mark.parametrize("data_dir", _params())
 def test_corpus_data_dir_opens_read_only_and_reads_like_kafka_python(data_dir: Path) -> None:
-    before = _snapshot(data_dir)
+    before = snapshot(data_dir)
     manager = _open(data_dir, read_only=True)
     try:
         logs = manager.logs()
@@ -88,7 +78,7 @@ def test_corpus_data_dir_opens_read_only_and_reads_like_kafka_python(data_dir: P
                 assert log.log_end_offset > expected[-1][0]
     finally:
         manager.close()
-    assert _snapshot(data_dir) == before, "a read-only open changed the corpus"
+    assert snapshot(data_dir) == before, "a read-only open changed the corpus"
 
 
 @pytest.mark.parametrize("data_dir", _params())

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from corpus_location import NO_CORPUS_REASON, corpus_root
+from corpus_location import NO_CORPUS_REASON, corpus_root, snapshot
 from seglog.engine.log_manager import open_log_dirs
 
 #: corpus data directories whose partitions were compacted by a real broker's cleaner
@@ -37,15 +36,6 @@ def _params() -> list[Any]:
         if not (root / name).is_dir():
             marks.append(pytest.mark.skip(reason=f"{name} is not in this corpus ({root})"))
         out.append(pytest.param(root / name, id=name, marks=marks))
-    return out
-
-
-def _snapshot(directory: Path) -> dict[str, tuple[int, int]]:
-    out = {}
-    for dirpath, _, files in os.walk(directory):
-        for name in files:
-            stat = os.stat(os.path.join(dirpath, name))
-            out[os.path.join(dirpath, name)] = (stat.st_size, stat.st_mtime_ns)
     return out
 
 
@@ -74,7 +64,7 @@ def _spark_rows(df: Any) -> list[tuple[Any, ...]]:
 
 @pytest.mark.parametrize("data", _params())
 def test_cleaned_broker_logs_read_with_their_gaps(spark: Any, data: Path) -> None:
-    before = _snapshot(data)
+    before = snapshot(data)
     partitions, expected = _expected(data)
     by_tp: dict[tuple[str, int], list[int]] = {}
     for r in expected:
@@ -91,4 +81,4 @@ def test_cleaned_broker_logs_read_with_their_gaps(spark: Any, data: Path) -> Non
         for key, value in extra.items():
             read = read.option(key, value)
         assert _spark_rows(read.load()) == expected, extra
-    assert _snapshot(data) == before  # read-only: nothing written, renamed or locked
+    assert snapshot(data) == before  # read-only: nothing written, renamed or locked

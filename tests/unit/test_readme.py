@@ -104,11 +104,19 @@ def test_every_make_command_is_a_target_and_make_run_is_the_demo() -> None:
         pytest.skip("make is not installed: the targets were checked in the Makefile's text")
     for target in sorted(shown):
         dry = subprocess.run(
-            ["make", "-n", target], cwd=ROOT, capture_output=True, text=True, check=False
+            ["make", "-n", "--no-print-directory", target],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=False,
         )
         assert dry.returncode == 0, (target, dry.stderr)
     run = subprocess.run(
-        ["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=False
+        ["make", "-n", "--no-print-directory", "run"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert run.stdout.splitlines()[-1] == ".venv/bin/seglog demo --data-dir data"
 
