@@ -15,6 +15,13 @@ Why each setting (facts in ``spec/spark.md`` §2 and §5):
   neither a web UI nor Spark's own progress bar; ``spark.driver.bindAddress=127.0.0.1`` keeps
   an embedded run hermetic.
 * ``spark.sql.session.timeZone=UTC``: Kafka timestamps are UTC milliseconds.
+* Quiet start-up: Spark's JVM logs warnings before any ``setLogLevel`` can run (the default
+  log4j profile, the loopback host name, the native Hadoop library), which land in the middle
+  of a command's output. The embedded driver gets a log4j2 file that logs errors only (written
+  once to the temporary directory, :func:`quiet_log_config`) through
+  ``spark.driver.extraJavaOptions``, and ``SPARK_LOCAL_IP=127.0.0.1`` (it binds there anyway).
+  A user's own ``spark.driver.extraJavaOptions`` (in ``configs``) come after ours, so their
+  own ``-Dlog4j2.configurationFile`` wins.
 * ``spark.sql.python.filterPushdown.enabled=true``: our reader accepts partition, offset and
   timestamp filters (off by default in Spark, and a reader that overrides ``pushFilters``
   fails without it).
@@ -28,7 +35,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seglog.errors import SparkUnavailableError
@@ -37,6 +46,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
+JAVA_OPTIONS = "spark.driver.extraJavaOptions"
 MASTER_ENV = "SEGLOG_SPARK_MASTER"
 
 #: Settings of the embedded session (a user's ``configs`` override them).
@@ -84,17 +94,48 @@ def embedded_session(
     check_spark_available()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(
         master or os.environ.get(MASTER_ENV) or DEFAULT_MASTER
     ).appName(app_name)
-    for key, value in {**EMBEDDED_CONFIGS, **(configs or {})}.items():
+    settings = {**EMBEDDED_CONFIGS, **(configs or {})}
+    java_options = f"-Dlog4j2.configurationFile={quiet_log_config()}"
+    settings[JAVA_OPTIONS] = f"{java_options} {settings.get(JAVA_OPTIONS, '')}".strip()
+    for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     register(session)
     return session
+
+
+QUIET_LOG4J2 = """\
+# seglog's embedded Spark: errors only, on stderr (seglog.spark.session)
+rootLogger.level = error
+rootLogger.appenderRef.stderr.ref = stderr
+appender.console.type = Console
+appender.console.name = stderr
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
+"""
+
+
+def quiet_log_config() -> str:
+    """Path of the errors-only log4j2 file (written to the temporary directory if missing
+    or different; a rename makes it appear whole to a concurrent reader)."""
+    path = Path(tempfile.gettempdir()) / f"seglog-log4j2-{os.getuid()}.properties"
+    try:
+        if path.read_text(encoding="utf-8") == QUIET_LOG4J2:
+            return str(path)
+    except OSError:
+        pass
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    partial.write_text(QUIET_LOG4J2, encoding="utf-8")
+    os.replace(partial, path)
+    return str(path)
 
 
 def register(session: SparkSession) -> None:
