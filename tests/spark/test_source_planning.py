@@ -324,3 +324,22 @@ def test_retention_after_planning_is_data_loss_at_read_time(tmp_path: Path) -> N
     with pytest.raises(DataLossError, match="events-1"):
         list(strict.read(planned[0]))
     assert list(lenient.read(lenient_partitions[0])) == []
+
+
+def test_subscribe_pattern_leaves_out_only_kafkas_internal_topics() -> None:
+    """An admin listing hides Kafka's internal topics, not every name starting with ``__``
+    (a corpus broker has ``__confluent.support.metrics``, an ordinary topic)."""
+    from seglog.spark.options import Strategy
+
+    everything = Strategy(StrategyKind.SUBSCRIBE_PATTERN, pattern=".*")
+    assert everything.matches("__confluent.support.metrics")
+    assert everything.matches("events")
+    for internal in ("__consumer_offsets", "__transaction_state", "__share_group_state"):
+        assert not everything.matches(internal)
+    assert Strategy(StrategyKind.SUBSCRIBE_PATTERN, pattern="support").matches(
+        "__confluent.support.metrics"
+    )
+    # subscribe and assign name topics outright, internal ones included
+    assert Strategy(StrategyKind.SUBSCRIBE, topics=("__consumer_offsets",)).matches(
+        "__consumer_offsets"
+    )

@@ -42,6 +42,9 @@ from seglog.errors import InvalidTopicError
 MAX_TOPIC_NAME_LENGTH = 249
 MAX_DIR_NAME_LENGTH = 255
 MAX_PARTITION = (1 << 31) - 1
+# Kafka's internal topics (Topic.INTERNAL_TOPICS and the share-group state of Kafka 4): an
+# admin listing leaves them out unless asked, so Spark's subscribePattern never matches them.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
 STRAY_DIR_SUFFIX = "-stray"

@@ -14,7 +14,9 @@ Options (spec/spark.md §3.2; what differs from Spark's Kafka source is marked *
 * which partitions: exactly one of ``assign`` (JSON ``{"topicA":[0,1]}``, must start with
   ``{``), ``subscribe`` (comma-separated topics, blanks trimmed and dropped) and
   ``subscribePattern`` (a Python regex searched, unanchored, in each topic name, as Scala's
-  ``findFirstIn``; internal topics whose name starts with ``__`` are not listed).
+  ``findFirstIn``; Kafka's internal topics, ``__consumer_offsets``, ``__transaction_state``
+  and ``__share_group_state``, are not listed, as an admin listing leaves them out; other
+  names starting with ``__`` are ordinary topics).
 * ``startingOffsets``: ``earliest`` / ``latest`` / JSON ``{"t":{"0":23,"1":-2}}`` (-2
   earliest, -1 latest); default ``earliest`` for batch, ``latest`` for streaming. A JSON
   value must name every partition read (Spark: "you must specify all TopicPartitions").
@@ -59,6 +61,7 @@ from pathlib import Path
 from seglog.config import BrokerConfig
 from seglog.errors import InvalidConfigError, SparkOptionError
 from seglog.format.properties import parse_properties
+from seglog.format.topic_names import INTERNAL_TOPICS
 from seglog.storage.files import read_file_bytes
 
 EARLIEST = -2
@@ -120,7 +123,7 @@ class Strategy:
         if self.kind is StrategyKind.SUBSCRIBE:
             return topic in self.topics
         if self.kind is StrategyKind.SUBSCRIBE_PATTERN:
-            return not topic.startswith("__") and re.search(self.pattern, topic) is not None
+            return topic not in INTERNAL_TOPICS and re.search(self.pattern, topic) is not None
         return any(t == topic for t, _ in self.partitions)
 
 
