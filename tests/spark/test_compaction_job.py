@@ -97,6 +97,39 @@ def test_spark_failed_task_leaves_its_partition_as_it_was(spark: Any, tmp_path: 
         assert "users-0" not in {str(tp) for tp in manager.cleaner_checkpoints()}
 
 
+def test_spark_failed_job_leaves_every_log_as_it_was(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Spark job itself fails (an executor's task raises after writing its ``.cleaned``
+    files): compact() raises, the driver's abort removes every ``.cleaned`` file and
+    releases every partition, the logs and checkpoints are byte for byte as before, and the
+    next cleaning (in process) cleans them exactly as the twin that never failed."""
+    import seglog.spark.compaction_job as job_module
+
+    a, b, clock = twins(tmp_path, keys=400, records=4000)
+    before = tree(b)
+
+    def clean_then_die(tasks: list[Any]) -> list[Any]:
+        from seglog.engine.cleaning_job import run_partition_task
+
+        for task in tasks:
+            run_partition_task(task)  # leaves .cleaned files beside the log
+        raise RuntimeError("executor lost after writing its output")
+
+    monkeypatch.setattr(job_module, "_run_bin", clean_then_die)
+    with pytest.raises(Exception, match="executor lost after writing its output"):
+        compact(spark, broker(b), now_ms=clock.now_ms())
+    assert not list(b.rglob("*" + CLEANED_SUFFIX))
+    assert tree(b) == before
+    monkeypatch.undo()
+    with open_log_dirs([a], clock=clock) as manager:
+        manager.clean_once()
+    with open_log_dirs([b], clock=clock) as manager:
+        assert manager.cleaner_checkpoints() == {}
+        manager.clean_once()
+    assert tree(a) == tree(b)
+
+
 def test_balance_packs_partitions_into_one_task_per_core() -> None:
     """LPT: largest first, each into the least loaded bin; no empty bins; every index once."""
     from seglog.spark.compaction_job import balance
