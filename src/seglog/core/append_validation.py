@@ -181,8 +181,8 @@ def validate_append(
         position = end
     if not spans:
         raise InvalidRecordError(f"{where}: no batches to append")
-    check_times = not log_append and has_timestamp_bounds(config)
-    if config.is_compacted or check_times:
+    if needs_record_checks(config):
+        check_times = not log_append and has_timestamp_bounds(config)
         _validate_records(view, config, now_ms, check_times, where, records)
     return ValidatedAppend(
         buffers, total, log_end_offset, next_offset - 1, max_timestamp, spans, records, defer_crc

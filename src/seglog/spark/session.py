@@ -40,7 +40,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seglog.errors import SparkUnavailableError
+from seglog.errors import SparkUnavailableError, UnreadableFileError
+from seglog.storage import fileops
+from seglog.storage.files import read_file_bytes
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -124,17 +126,19 @@ appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n%ex
 
 
 def quiet_log_config() -> str:
-    """Path of the errors-only log4j2 file (written to the temporary directory if missing
-    or different; a rename makes it appear whole to a concurrent reader)."""
+    """Path of the errors-only log4j2 file, written to the temporary directory when missing
+    or different (through :mod:`seglog.storage`: a per-process temporary name renamed into
+    place, so two commands starting at once never read a half-written file)."""
     path = Path(tempfile.gettempdir()) / f"seglog-log4j2-{os.getuid()}.properties"
+    content = QUIET_LOG4J2.encode("utf-8")
     try:
-        if path.read_text(encoding="utf-8") == QUIET_LOG4J2:
+        if read_file_bytes(path, max_bytes=len(content)) == content:
             return str(path)
-    except OSError:
-        pass
+    except UnreadableFileError:
+        pass  # missing, unreadable or another size: write it
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    partial.write_text(QUIET_LOG4J2, encoding="utf-8")
-    os.replace(partial, path)
+    fileops.write_new_file(partial, content)
+    fileops.replace(partial, path)
     return str(path)
 
 

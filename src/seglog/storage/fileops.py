@@ -112,13 +112,13 @@ def write_all(
     returns the bytes written. ``size``, when the caller knows it, is the buffers' total
     (the append path: no per-buffer length sum for a single group)."""
     written = 0
+    single = len(buffers) <= IOV_MAX
     try:
         reached("write", path)
         for start in range(0, len(buffers), IOV_MAX):
-            group = buffers if len(buffers) <= IOV_MAX else buffers[start : start + IOV_MAX]
+            group = buffers if single else buffers[start : start + IOV_MAX]
             at = position + written
-            known = size is not None and group is buffers
-            expected = size if known and size is not None else sum(len(b) for b in group)
+            expected = size if single and size is not None else sum(len(b) for b in group)
             done = os.pwritev(fd, group, at)
             if done < expected:
                 rest = memoryview(b"".join(group))
