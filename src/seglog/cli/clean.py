@@ -332,7 +332,7 @@ def _nothing_to_clean_reason(manager: LogManager, topic: str | None) -> str:
 
 
 def _run_once(args: argparse.Namespace) -> int:
-    with open_manager(args) as manager:
+    with open_manager(args, writes=True) as manager:
         _check_topic(manager, args.topic)
         bar = ProgressBar("cleaning partitions", json_output=args.json)
         with _interrupts_stop_cleaning(manager.log_cleaner) as interrupts, bar:

@@ -7,8 +7,19 @@ Global options (``seglog --help`` lists them):
   ``Properties.load(InputStream)`` does). Its ``log.dirs`` (or ``log.dir``) and its storage
   defaults (``log.segment.bytes``, ``log.retention.ms``, ...) apply; ``--data-dir`` given too
   replaces its ``log.dirs``;
-* ``--read-only``: open without the lock and without writing anything (a directory a running
-  broker owns, or a read-only copy such as the corpus).
+* ``--read-only``: kept for scripts; commands that only read are read-only anyway (below),
+  and a command that changes data refuses it (it cannot do its work without writing).
+
+**Reads never write.** Commands that only read (``consume``, ``topics list|describe``,
+``log-dirs describe``, ``report``, ``dump-log``, ``verify``, ``metrics``, ``cleaner status``,
+``compaction-status`` and every ``--dry-run``) open read-only by default: no lock, no recovery
+writes, no checkpoint, rebuilt index or clean-shutdown marker, nothing renamed or deleted. So
+they work on a directory a running broker or ``seglog maintain`` holds, and on a read-only copy.
+A directory that was not shut down cleanly is recovered in memory only; stderr says what a
+writing open *would* truncate ("nothing written"). Only commands that change data
+(``produce``, ``delete-records``, ``topics create|alter|delete``, ``retention --once``,
+``clean --once``, ``compact``, ``maintain``) pass ``writes=True`` to :func:`open_manager` and
+take the ``.lock``; when another process holds it they fail at once, naming the holder.
 
 Where they go: **before the command** (``seglog --data-dir D topics list``) for every command.
 ``--data-dir`` and ``--read-only`` are also accepted **after** the command
@@ -20,8 +31,8 @@ Without ``--data-dir``, and without ``log.dirs``/``log.dir`` in ``--config``, th
 default (Kafka's ``/tmp/kafka-logs`` would be a surprising place to write): the command fails.
 Every command but ``topics create`` also fails when a data dir does not exist, so a typo does
 not create an empty log directory. A data dir whose mode has no write bit (``dr-xr-xr-x``) is
-refused unless ``--read-only`` is given: a read-write open writes the lock, checkpoints,
-rebuilt indexes and the clean-shutdown marker, and as root nothing else would stop it.
+refused by the commands that write: a read-write open writes the lock, checkpoints, rebuilt
+indexes and the clean-shutdown marker, and as root nothing else would stop it.
 
 :func:`open_manager` opens the :class:`~seglog.engine.log_manager.LogManager` for a command and
 closes it cleanly at the end (flush, checkpoints, ``.kafka_cleanshutdown``), also when the
@@ -92,7 +103,8 @@ def add_global_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--read-only",
         action="store_true",
-        help="open without locking or writing anything (e.g. a directory a broker owns)",
+        help="kept for scripts: commands that only read never lock or write anyway; "
+        "commands that change data refuse it",
     )
 
 
@@ -117,7 +129,7 @@ def command_options_parent() -> argparse.ArgumentParser:
         dest="command_read_only",
         action="store_true",
         default=argparse.SUPPRESS,
-        help="open without locking or writing anything",
+        help="kept for scripts: read commands never lock or write anyway",
     )
     return parent
 
@@ -232,19 +244,35 @@ def _opening_description(broker: BrokerConfig) -> str:
 
 @contextmanager
 def open_manager(
-    args: argparse.Namespace, *, create_dirs: bool = False, start_scheduler: bool = False
+    args: argparse.Namespace,
+    *,
+    writes: bool = False,
+    create_dirs: bool = False,
+    start_scheduler: bool = False,
 ) -> Iterator[LogManager]:
     """The log manager of the command line, closed cleanly when the block ends.
 
-    ``create_dirs``: missing data dirs are created (``topics create``); otherwise a missing
-    one is an error. ``start_scheduler``: the scheduler and cleaner threads run while the
-    block does (``seglog maintain``). Opening shows a transient progress bar of the
-    partitions opened (recovered) on a terminal, never with ``--json``
+    ``writes``: the command changes data, so the manager is opened read-write (lock, recovery
+    on disk, checkpoints and the clean-shutdown marker at close); ``--read-only`` is then
+    refused with :class:`InvalidConfigError` (the command could not do its work). Without it
+    the manager is read-only whatever the options say: a command that only reads never writes.
+    ``create_dirs`` (only with ``writes``): missing data dirs are created (``topics create``);
+    otherwise a missing one is an error. ``start_scheduler``: the scheduler and cleaner
+    threads run while the block does (``seglog maintain``). Opening shows a transient
+    progress bar of the partitions opened (recovered) on a terminal, never with ``--json``
     (:mod:`seglog.cli.progress`). See the module docstring for what happens when the block
     fails.
     """
     broker = broker_config(args)
-    read_only = is_read_only(args)
+    if writes and is_read_only(args):
+        raise InvalidConfigError(
+            "--read-only: this command changes data, so it must open the log directories "
+            "read-write (and take their lock); drop --read-only. Commands that only read "
+            "(consume, topics list|describe, log-dirs describe, report, verify, metrics, "
+            "--dry-run) never write, with or without it"
+        )
+    read_only = not writes
+    create_dirs = create_dirs and writes
     _check_roots(broker, must_exist=not create_dirs or read_only, read_only=read_only)
     bar = ProgressBar(
         _opening_description(broker),
@@ -275,7 +303,9 @@ def open_manager(
 
 
 def report_recovery(manager: LogManager) -> None:
-    """Say on stderr what opening the directories repaired (nothing after a clean shutdown)."""
+    """Say on stderr what opening the directories repaired (nothing after a clean shutdown);
+    for a read-only manager what a writing open *would* repair, and that nothing was written
+    (see :meth:`~seglog.storage.loader.LoadReport.summary`)."""
     for report in manager.load_reports:
         if (
             report.recovered

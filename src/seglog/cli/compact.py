@@ -242,7 +242,7 @@ def run_compact(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
         return _usage_error(parser, READ_ONLY_COMPACTS_NOTHING)
     outcomes: list[CompactOutcome] = []
     pending: list[BaseException] = []
-    with open_manager(args) as manager:
+    with open_manager(args, writes=True) as manager:
         partitions = _partitions(manager, args.topic, args.partition)
         with ProgressBar(
             "compacting partitions", total=len(partitions), json_output=args.json

@@ -184,7 +184,7 @@ def read_offset_json_file(path: str) -> dict[TopicPartition, int]:
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``seglog delete-records``."""
     offsets = read_offset_json_file(args.offset_json_file)
-    with open_manager(args) as manager, deferred_interrupts():
+    with open_manager(args, writes=True) as manager, deferred_interrupts():
         low_watermarks = manager.delete_records(offsets)
     if args.json:
         partitions = [

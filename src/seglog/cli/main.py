@@ -46,7 +46,7 @@ from seglog.cli import (
 )
 from seglog.cli.common import add_global_options
 from seglog.cli.help_text import use_terminal_help
-from seglog.errors import SeglogError, UnknownTopicError
+from seglog.errors import LogDirectoryLockedError, SeglogError, UnknownTopicError
 
 PROG = "seglog"
 EXIT_OK = 0
@@ -116,6 +116,13 @@ def hint(exc: BaseException) -> str:
         return (
             "; 'seglog topics list' shows the topics of the data dirs, "
             "'seglog topics create NAME --partitions N' creates one"
+        )
+    if isinstance(exc, LogDirectoryLockedError) and "is locked by" in str(exc):
+        return (
+            "; this command changes data and needs the directory's lock: stop that process "
+            "first. Commands that only read (consume, topics list|describe, log-dirs "
+            "describe, report, dump-log, verify, metrics, cleaner status, --dry-run) take no "
+            "lock and work while it runs"
         )
     return ""
 

@@ -192,7 +192,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 args.metrics_port, addr=args.metrics_host, registry=registry_for(collector)
             )
             try:
-                with open_manager(args, start_scheduler=True) as manager:
+                with open_manager(args, writes=True, start_scheduler=True) as manager:
                     collector.attach(manager)
                     LOG.info("%s", _describe(manager))
                     host = args.metrics_host

@@ -420,7 +420,7 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidRecordError(f"--max-line-bytes is above the limit {MAX_LINE_BYTES_LIMIT}")
     text_format = TextFormat(_encode_arg(args.key_separator), _encode_arg(args.null_value))
     stdin = _CountingReader(sys.stdin.buffer)
-    with open_manager(args) as manager:
+    with open_manager(args, writes=True) as manager:
         producer = Producer(manager, args.topic)
         partitions = frozenset(producer.partitions)
         sender = _Sender(producer, append_bytes_limit(manager.log_config(args.topic)))

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         with open_manager(read_only_args) as manager:
             results = manager.run_retention(dry_run=True)
     else:
-        with open_manager(args) as manager, deferred_interrupts():
+        with open_manager(args, writes=True) as manager, deferred_interrupts():
             results = manager.run_retention()
     if args.json:
         print(json_line(as_json(results, dry_run=args.dry_run)))

@@ -169,7 +169,7 @@ def run_create(args: argparse.Namespace) -> int:
     """``topics create``."""
     validate_topic_name(args.name)
     configs = _configs(args.configs)
-    with open_manager(args, create_dirs=True) as manager, deferred_interrupts():
+    with open_manager(args, writes=True, create_dirs=True) as manager, deferred_interrupts():
         manager.create_topic(args.name, args.partitions, configs)
     print(f"Created topic {args.name}.")
     return EXIT_OK
@@ -272,7 +272,7 @@ def run_alter(args: argparse.Namespace) -> int:
     both = sorted(set(configs) & set(removals))
     if both:
         raise InvalidConfigError(f"{', '.join(both)}: both set (--config) and deleted")
-    with open_manager(args) as manager:
+    with open_manager(args, writes=True) as manager:
         overrides = manager.describe_topic(args.name).overrides
         missing = [key for key in removals if key not in overrides]
         if missing:
@@ -290,7 +290,7 @@ def run_alter(args: argparse.Namespace) -> int:
 def run_delete(args: argparse.Namespace) -> int:
     """``topics delete``."""
     validate_topic_name(args.name)
-    with open_manager(args) as manager, deferred_interrupts():
+    with open_manager(args, writes=True) as manager, deferred_interrupts():
         manager.delete_topic(args.name)
     print(f"Deleted topic {args.name}.")
     return EXIT_OK

@@ -49,7 +49,8 @@ Steps, in order (each says what a crash in the middle leaves for the next start)
 A **read-only** load (``writable=False``) changes nothing on disk: leftovers are skipped,
 recovery happens in memory (indexes rebuilt in memory, a bad tail ignored), and later segments
 after a cut are only left out of the list. It is how seglog reads a directory that a broker,
-or the corpus, owns.
+or the corpus, owns. Its :class:`LoadReport` (``writable=False``) says what a writing open
+*would* do ("would truncate N bytes; nothing written"), never that it truncated or removed.
 """
 
 from __future__ import annotations
@@ -128,6 +129,9 @@ class LoadReport:
     rebuilt_indexes: list[str] = field(default_factory=list)  # damaged indexes, and why
     lost_ranges: list[LostRange] = field(default_factory=list)  # records lost, see step 4
     bytes_read_for_recovery: int = 0
+    #: False for a read-only load: the figures are what a writing open would do, nothing of
+    #: it happened on disk (truncations, removals and index rebuilds were in memory only).
+    writable: bool = True
 
     @property
     def truncated_bytes(self) -> int:
@@ -135,8 +139,11 @@ class LoadReport:
         return sum(r.truncated_bytes for r in self.recovered)
 
     def summary(self) -> str:
-        """One line for humans."""
+        """One line for humans. A read-only load says what a writing open *would* do and ends
+        with "nothing written" (its recovery happened in memory only)."""
         parts = [f"{self.directory.name}: {'clean' if self.had_clean_shutdown else 'unclean'}"]
+        if not self.writable:
+            return self._read_only_summary(parts)
         if self.recovered:
             parts.append(
                 f"recovered {len(self.recovered)} segment(s), read {self.bytes_read_for_recovery} "
@@ -151,6 +158,25 @@ class LoadReport:
         if self.dropped_segments:
             parts.append(f"dropped {len(self.dropped_segments)} segment(s) after a cut")
         parts.extend(f"RECORDS LOST: {lost}" for lost in self.lost_ranges)
+        return "; ".join(parts)
+
+    def _read_only_summary(self, parts: list[str]) -> str:
+        if self.recovered:
+            parts.append(
+                f"checked {len(self.recovered)} segment(s) in memory, read "
+                f"{self.bytes_read_for_recovery} bytes"
+            )
+            if self.truncated_bytes:
+                parts.append(f"would truncate {self.truncated_bytes} bytes")
+        if self.rebuilt_indexes:
+            parts.append(f"would rebuild {len(self.rebuilt_indexes)} damaged index(es)")
+        if self.dropped_segments:
+            parts.append(f"would drop {len(self.dropped_segments)} segment(s) after a cut")
+        parts.extend(
+            f"RECORDS A WRITING OPEN WOULD DROP (unreadable here): {lost}"
+            for lost in self.lost_ranges
+        )
+        parts.append("nothing written")
         return "; ".join(parts)
 
 
@@ -354,9 +380,10 @@ def _recover_from(
                     name,
                     end,
                     None,
-                    f"{result.truncated_bytes} bytes cut at position {result.valid_bytes} "
-                    f"({result.end_reason}); the {len(later)} later segment(s) from offset "
-                    f"{later[0].base_offset} were removed",
+                    f"{result.truncated_bytes} bytes {'cut' if report.writable else 'bad'} at "
+                    f"position {result.valid_bytes} ({result.end_reason}); the {len(later)} later "
+                    f"segment(s) from offset {later[0].base_offset} "
+                    f"{'were removed' if report.writable else 'would be removed'}",
                 )
             )
             break
@@ -367,9 +394,10 @@ def _recover_from(
                     name,
                     end,
                     next_base - 1,
-                    f"closed segment cut at its last valid batch, position "
-                    f"{result.valid_bytes} ({result.end_reason}; {result.truncated_bytes} bytes "
-                    "dropped)",
+                    f"closed segment {'cut' if report.writable else 'would be cut'} at its "
+                    f"last valid batch, position {result.valid_bytes} ({result.end_reason}; "
+                    f"{result.truncated_bytes} bytes "
+                    f"{'dropped' if report.writable else 'would be dropped'})",
                 )
             )
         elif claimed is not None and end <= claimed < (
@@ -400,7 +428,7 @@ def load_partition_dir(
     writable: bool = True,
 ) -> LoadedLog:
     """Open a partition directory following the module's steps; never loses a valid batch."""
-    report = LoadReport(directory, had_clean_shutdown)
+    report = LoadReport(directory, had_clean_shutdown, writable=writable)
     if writable:
         swaps = _file_pass(directory, report)
         _complete_swaps(directory, swaps, settings, now_ms, report)

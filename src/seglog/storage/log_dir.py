@@ -5,11 +5,21 @@ fsync) in Kafka's exact text format:
 
 * ``.lock``: empty; held with an exclusive POSIX record lock (``fcntl.lockf``, what Java's
   ``FileChannel.tryLock`` takes) for as long as the directory is open read-write, so a second
-  process (seglog or a Kafka broker) fails at once with :class:`LogDirectoryLockedError`;
+  process (seglog or a Kafka broker) fails at once with :class:`LogDirectoryLockedError`.
+  The error names the holder (:func:`lock_holder`: process id and command line, read from
+  Linux's ``/proc/locks``, which lists a Kafka broker's lock as it lists ours). No sidecar
+  file records the holder: the ``.lock`` stays the empty file Kafka expects, and a sidecar
+  would go stale after a crash while the kernel's lock table cannot. A read-only open takes
+  no lock and writes nothing, so it works while a broker or ``seglog maintain`` holds it;
 * ``meta.properties``: node id, cluster id, directory id (Java properties);
 * ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
   ``replication-offset-checkpoint``, ``cleaner-offset-checkpoint``: offset checkpoints;
-* ``.kafka_cleanshutdown``: present only between a clean shutdown and the next start;
+* ``.kafka_cleanshutdown``: present only between a clean shutdown and the next start. A
+  read-write open keeps the content it found (a KRaft broker's ``{"version":0,
+  "brokerEpoch":N}``, or a pre-3.7 broker's empty file) and writes those same bytes back at a
+  clean close: the broker epoch is the broker's, which seglog does not know; writing -1 would
+  tell a KRaft controller the broker's last shutdown was not clean. A root found without a
+  (readable) marker gets ``{"version":0,"brokerEpoch":-1}`` (epoch unknown, §6.6);
 * ``seglog-topics.json``: seglog's own topic metadata (partition count, topic id, config
   overrides), in every root, with a ``generation`` so the newest copy wins after a crash
   between two roots' writes. Kafka ignores plain files in a log directory, so it is harmless.
@@ -40,6 +50,7 @@ from seglog.format.checkpoint import (
     encode_clean_shutdown,
     encode_meta_properties,
     encode_offset_checkpoint,
+    parse_clean_shutdown,
     parse_meta_properties,
     parse_offset_checkpoint,
 )
@@ -57,6 +68,7 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 TOPICS_FILE = "seglog-topics.json"
 TOPICS_FILE_VERSION = 1
 TOPICS_FILE_MAX_BYTES = 64 * 1024 * 1024
+MARKER_MAX_BYTES = 4096  # {"version":0,"brokerEpoch":<int64>} is at most 50 bytes
 
 # Roots this process holds read-write (real paths), guarded by _HELD_LOCK: see LogDirectory.lock.
 _HELD_ROOTS: set[str] = set()
@@ -197,6 +209,65 @@ class CleanerHistory:
         return cls({str(k): list(v) for k, v in partitions.items()})
 
 
+PROC_LOCKS = "/proc/locks"
+HOLDER_COMMAND_MAX_CHARS = 160
+KAFKA_MAIN_CLASS = "kafka.Kafka"
+
+
+def lock_holder(fd: int, *, proc_locks: str = PROC_LOCKS) -> str | None:
+    """Who holds a lock on the file open as ``fd``: ``process 1234 (seglog maintain ...)``,
+    or None when it cannot be told (not Linux, no ``/proc``, the lock already gone).
+
+    ``/proc/locks`` lines read ``N: POSIX|FLOCK|OFDLCK ADVISORY WRITE PID MAJ:MIN:INODE START
+    END`` (device numbers in hex); a waiter's line has ``->`` after ``N:``. The holder is
+    the first non-waiting line naming the file's device and inode. PID ``-1`` (an OFD lock)
+    or ``0`` (a process of another PID namespace) names no process. The command line comes
+    from ``/proc/PID/cmdline``; a Java Kafka broker's (a classpath of hundreds of jars) is
+    shortened to ``Kafka broker (java ... kafka.Kafka CONFIG)``.
+    """
+    try:
+        st = os.fstat(fd)
+        with open(proc_locks, encoding="ascii", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    wanted = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 6 or fields[1] == "->":
+            continue
+        kind, pid_text, file_id = fields[1], fields[4], fields[5]
+        try:
+            major, minor, inode = file_id.split(":")
+            found = (int(major, 16), int(minor, 16), int(inode))
+            pid = int(pid_text)
+        except ValueError:
+            continue
+        if found != wanted:
+            continue
+        if pid <= 0:
+            return f"a process this one cannot see ({kind} lock, pid {pid})"
+        return f"process {pid} ({_command_of(pid)})"
+    return None
+
+
+def _command_of(pid: int) -> str:
+    """The command line of process ``pid``, shortened for an error message."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            args = handle.read().split(b"\0")
+    except OSError:
+        return "command unknown"
+    words = [a.decode("utf-8", "replace") for a in args if a]
+    if KAFKA_MAIN_CLASS in words:
+        main = words.index(KAFKA_MAIN_CLASS)
+        return "Kafka broker: " + " ".join([words[0], "...", *words[main : main + 2]])
+    text = " ".join(words) or "command unknown"
+    if len(text) > HOLDER_COMMAND_MAX_CHARS:
+        text = text[: HOLDER_COMMAND_MAX_CHARS - 3] + "..."
+    return text
+
+
 class LogDirectory:
     """One root of ``log.dirs``: lock, meta.properties, checkpoints, clean-shutdown marker."""
 
@@ -206,6 +277,8 @@ class LogDirectory:
         self._lock_fd: int | None = None
         self._lock_key = ""
         self.problems: list[str] = []
+        # The clean-shutdown marker found at open, written back as is at a clean close.
+        self._found_marker: bytes | None = None
 
     # --- lock -------------------------------------------------------------------------------
     def lock(self) -> None:
@@ -229,10 +302,11 @@ class LogDirectory:
             try:
                 fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
+                holder = lock_holder(fd)
                 os.close(fd)
+                who = holder or "another process (a seglog or Kafka broker)"
                 raise LogDirectoryLockedError(
-                    f"log directory {self.path} is locked by another process (a seglog or "
-                    f"Kafka broker already has it open): {exc.strerror}",
+                    f"log directory {self.path} is locked by {who}: {exc.strerror}",
                     path=str(self.path / LOCK_FILE),
                 ) from exc
             _HELD_ROOTS.add(key)
@@ -265,17 +339,36 @@ class LogDirectory:
         marker = self.path / CLEAN_SHUTDOWN_FILE
         if not marker.exists():
             return False
+        self._found_marker = self._readable_marker(marker)
         if self.writable:
             fileops.unlink(marker)
             fsync_directory(self.path)
         return True
 
-    def write_clean_shutdown_marker(self, broker_epoch: int = -1) -> None:
-        """Mark a clean shutdown (after every log was flushed and checkpoints written)."""
-        if self.writable:
-            write_file_atomically(
-                self.path / CLEAN_SHUTDOWN_FILE, encode_clean_shutdown(broker_epoch)
-            )
+    def _readable_marker(self, marker: Path) -> bytes | None:
+        """The marker's bytes when they are a marker Kafka writes (empty, or the JSON with an
+        int64 epoch), else None (then a close writes epoch -1 rather than copy damage)."""
+        try:
+            if marker.stat().st_size > MARKER_MAX_BYTES:
+                return None
+            data = fileops.read_bytes(marker)
+            parse_clean_shutdown(data, path=str(marker))
+        except (OSError, SeglogError):
+            return None
+        return data
+
+    def write_clean_shutdown_marker(self, broker_epoch: int | None = None) -> None:
+        """Mark a clean shutdown (after every log was flushed and checkpoints written).
+
+        ``broker_epoch`` None: the marker found at open, byte for byte (the broker's epoch),
+        or ``{"version":0,"brokerEpoch":-1}`` when there was none."""
+        if not self.writable:
+            return
+        if broker_epoch is None and self._found_marker is not None:
+            data = self._found_marker
+        else:
+            data = encode_clean_shutdown(-1 if broker_epoch is None else broker_epoch)
+        write_file_atomically(self.path / CLEAN_SHUTDOWN_FILE, data)
 
     # --- meta.properties ------------------------------------------------------------------------
     def read_meta_properties(self) -> MetaProperties | None:
