@@ -98,22 +98,29 @@ def lock_holder(data_dir: Path) -> Iterator[subprocess.Popen[str]]:
 def test_a_second_process_gets_the_lock_error(
     cli: Cli, data_dir: Path, lock_holder: subprocess.Popen[str]
 ) -> None:
+    # Only commands that change data take the lock: they fail at once, naming the holder.
     for args in (
-        ("topics", "list"),
         ("topics", "create", "t", "--partitions", "1"),
-        ("consume", "t"),
-        ("log-dirs", "describe"),
+        ("produce", "t"),
+        ("retention", "--once"),
+        ("topics", "delete", "t"),
     ):
         result = cli.run(*args)
         assert result.status == 1, args
         assert result.err.startswith("seglog: error: "), result.err
-        assert "locked by another process" in result.err
+        assert f"is locked by process {lock_holder.pid} (" in result.err, result.err
+        assert "Commands that only read" in result.err, result.err
         assert len(result.err.splitlines()) == 1
-    # --read-only takes no lock: a directory a running broker owns can still be read.
-    assert cli.run("--read-only", "topics", "list").status == 0
+    # Commands that only read take no lock (with or without --read-only): a directory a
+    # running broker owns can still be read.
+    for args in (("topics", "list"), ("log-dirs", "describe"), ("--read-only", "topics", "list")):
+        assert cli.run(*args).status == 0, args
     # And from a separate process too.
-    other = seglog("--data-dir", data_dir, "topics", "list")
-    assert other.returncode == 1 and b"locked by another process" in other.stderr
+    other = seglog("--data-dir", data_dir, "topics", "create", "t", "--partitions", "1")
+    assert other.returncode == 1 and f"locked by process {lock_holder.pid}".encode() in (
+        other.stderr
+    )
+    assert seglog("--data-dir", data_dir, "topics", "list").returncode == 0
 
 
 def test_lock_is_released_when_the_holder_ends(cli: Cli, data_dir: Path) -> None:

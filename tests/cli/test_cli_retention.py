@@ -117,10 +117,13 @@ def test_retention_by_time_dry_run_then_for_real(cli: Cli, data_dir: Path) -> No
         assert deleted["rule"] == "retention.ms"
         words = deleted["reason"].split()
         assert words[:2] == ["largest", "timestamp"] and OLD_TS <= int(words[2]) < OLD_TS + 30
-    # Renamed *.deleted by this one-shot run; the next open (describe, below) removes them.
+    # Renamed *.deleted by this one-shot run; reads skip them and never write, so they stay
+    # until the next read-write open (here a retention run with nothing to delete) removes them.
     partition_dir = data_dir / "t-0"
     assert f"{doomed[0][0]:020d}.log.deleted" in {p.name for p in partition_dir.iterdir()}
     assert segments(cli, "t") == [(b, s) for b, s in before if b >= keep_from]
+    assert list(partition_dir.glob("*.deleted"))
+    assert json.loads(cli.ok("retention", "--once", "--json").out)["deleted"] == []
     assert not list(partition_dir.glob("*.deleted"))
     assert describe(cli, "t")["partitions"][0]["log_start_offset"] == keep_from
 

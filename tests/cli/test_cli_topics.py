@@ -94,7 +94,10 @@ def test_create_list_describe_alter_delete(cli: Cli, data_dir: Path) -> None:
     assert json.loads(cli.ok("topics", "list", "--json").out)["topics"] == [
         {"name": "orders", "partitions": 1, "size_bytes": 0}
     ]
-    assert not any(p.name.endswith("-delete") for p in data_dir.iterdir())  # removed at start
+    # a read never writes: the -delete directory goes at the next read-write open's start
+    assert any(p.name.endswith("-delete") for p in data_dir.iterdir())
+    cli.ok("retention", "--once")
+    assert not any(p.name.endswith("-delete") for p in data_dir.iterdir())
     # The manager was closed cleanly: the marker is there for the next start.
     assert (data_dir / ".kafka_cleanshutdown").is_file()
 
@@ -336,9 +339,11 @@ def test_a_read_only_directory_needs_read_only(cli: Cli, data_dir: Path) -> None
     cli.ok("topics", "create", "t", "--partitions", "1")
     data_dir.chmod(0o555)
     try:
-        result = cli.run("topics", "list")
+        # a command that writes is refused; one that reads needs no option (it never writes)
+        result = cli.run("produce", "t", stdin=b"x\n")
         assert result.status == 1
-        assert "is read-only" in result.err and "--read-only" in result.err
+        assert "is read-only" in result.err, result.err
+        assert cli.ok("topics", "list").lines[1].split()[0] == "t"
         assert cli.ok("--read-only", "topics", "list").lines[1].split()[0] == "t"
     finally:
         data_dir.chmod(0o755)

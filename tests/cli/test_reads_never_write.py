@@ -217,9 +217,7 @@ def test_write_command_on_a_locked_directory_names_the_holder_and_the_read_way(
     with writer_holding(copy) as writer:
         before = fingerprint(copy)
         started = time.monotonic()
-        result = cli.run(
-            "--data-dir", copy, "produce", "_schemas", stdin=b"one\n", data_dir=False
-        )
+        result = cli.run("--data-dir", copy, "produce", "_schemas", stdin=b"one\n", data_dir=False)
         assert time.monotonic() - started < 10, "a locked directory must fail at once"
         assert result.status == 1
         assert f"is locked by process {writer.pid} (" in result.err, result.err

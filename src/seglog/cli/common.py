@@ -229,7 +229,8 @@ def _check_roots(broker: BrokerConfig, *, must_exist: bool, read_only: bool) -> 
         if not read_only and stat.S_IMODE(path.stat().st_mode) & 0o222 == 0:
             raise InvalidConfigError(
                 f"log directory {root} is read-only (mode "
-                f"{stat.filemode(path.stat().st_mode)}); open it with --read-only"
+                f"{stat.filemode(path.stat().st_mode)}): this command changes data and "
+                "cannot run on it; commands that only read (consume, topics list, ...) can"
             )
 
 
@@ -307,12 +308,23 @@ def report_recovery(manager: LogManager) -> None:
     for a read-only manager what a writing open *would* repair, and that nothing was written
     (see :meth:`~seglog.storage.loader.LoadReport.summary`)."""
     for report in manager.load_reports:
-        if (
-            report.recovered
-            or report.removed_files
-            or report.completed_swaps
-            or report.rebuilt_indexes
-        ):
+        if manager.read_only:
+            # A directory a running broker (or maintain) holds always looks unclean: say only
+            # what a writing open would change, not that each partition was checked.
+            wanted = bool(
+                report.truncated_bytes
+                or report.rebuilt_indexes
+                or report.dropped_segments
+                or report.lost_ranges
+            )
+        else:
+            wanted = bool(
+                report.recovered
+                or report.removed_files
+                or report.completed_swaps
+                or report.rebuilt_indexes
+            )
+        if wanted:
             print(f"seglog: recovery: {report.summary()}", file=sys.stderr)
 
 

@@ -262,7 +262,7 @@ def _command_of(pid: int) -> str:
     if KAFKA_MAIN_CLASS in words:
         main = words.index(KAFKA_MAIN_CLASS)
         return "Kafka broker: " + " ".join([words[0], "...", *words[main : main + 2]])
-    text = " ".join(words) or "command unknown"
+    text = " ".join(" ".join(words).split()) or "command unknown"  # one line
     if len(text) > HOLDER_COMMAND_MAX_CHARS:
         text = text[: HOLDER_COMMAND_MAX_CHARS - 3] + "..."
     return text
