@@ -79,7 +79,7 @@ Examples:
   seglog --data-dir D consume prices --partition 1 --offset 100 --max-records 10
   seglog --data-dir D consume prices --timestamp 1700000000000 --format json | jq .value
   seglog --data-dir D consume prices --read-compacted --print-key
-  seglog --read-only --data-dir /var/lib/kafka/data consume orders --format json"""
+  seglog --data-dir /var/lib/kafka/data consume orders --format json  # read-only: no lock"""
 
 
 def _offset_spec(text: str) -> str | int:

@@ -14,9 +14,9 @@ What Kafka's broker does in the background, as one long-running process:
 
 The intervals and limits are the broker settings (``--config server.properties``, Kafka's
 keys and defaults). The data dirs are opened read-write and locked for the whole run, so other
-read-write ``seglog`` commands (``produce``, ``topics create``, ...) fail while it runs;
-read-only ones (``seglog metrics``, ``topics list --read-only``, ``cleaner status``,
-``verify``) still work.
+``seglog`` commands that change data (``produce``, ``topics create``, ...) fail while it runs,
+naming it; commands that only read (``seglog metrics``, ``topics list``, ``consume``,
+``cleaner status``, ``verify``) take no lock and still work.
 
 **Output.** Once the port is bound and the data dirs are open, one line on stdout::
 

@@ -31,7 +31,8 @@ order, with ``data-base-offset`` and ``data-size``; the history charts are
 Every string that comes from the data (topic names, config values, paths, reasons, messages)
 is HTML-escaped (quotes too), so a hostile topic name shows as text and never becomes markup.
 
-Works on a read-only open (``--read-only``), e.g. of a directory a broker owns. The page is
+Opens the data dirs read-only (no lock, nothing written there), so it works on a directory
+a broker or ``seglog maintain`` holds. The page is
 written atomically (tmp file, fsync, rename); the command prints its path.
 """
 
@@ -72,7 +73,7 @@ CHART_POINTS_MAX = 200  # histories are bounded (50 entries); a guard for hand-m
 EPILOG = """\
 Examples:
   seglog --data-dir /var/lib/seglog report
-  seglog --read-only --data-dir /var/lib/kafka report --out /tmp/kafka.html"""
+  seglog --data-dir /var/lib/kafka report --out /tmp/kafka.html"""
 
 #: Fill colour of each segment kind, and its legend text.
 SEGMENT_COLOURS: dict[SegmentKind, tuple[str, str]] = {
