@@ -270,3 +270,51 @@ def test_broker_epoch_survives_a_read_write_open_and_close(tmp_path: Path) -> No
     marker.write_bytes(b"not json")  # damage is not copied: epoch unknown
     open_log_dirs([root]).close()
     assert marker.read_bytes() == encode_clean_shutdown(-1)
+
+
+def test_reads_succeed_while_a_writer_rolls_and_deletes_segments(cli: Cli, tmp_path: Path) -> None:
+    """A reader lists a partition's segments, then opens them: a writer's retention may rename
+    one in between. The read-only load starts again from the listing instead of failing."""
+    data = tmp_path / "data"
+    created = cli.run(
+        "--data-dir", data, "topics", "create", "t", "--partitions", "1",
+        "--config", "segment.bytes=1000", "--config", "retention.bytes=60000",
+        data_dir=False,
+    )  # fmt: skip
+    assert created.status == 0, created.err
+    script = (
+        "import sys, threading, time\n"
+        "from seglog.engine.log_manager import open_log_dirs\n"
+        "manager = open_log_dirs([sys.argv[1]])\n"
+        "log = manager.get_log('t', 0)\n"
+        "stop = threading.Event()\n"
+        "threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()\n"
+        "print('ready', flush=True)\n"
+        "while not stop.is_set():\n"
+        "    log.append_records([(b'k', b'v' * 300)] * 3)\n"
+        "    manager.run_retention()\n"
+        "    time.sleep(0.002)\n"
+        "manager.close()\n"
+    )
+    writer = subprocess.Popen(
+        [sys.executable, "-c", script, str(data)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline() == "ready\n"
+        read_some = 0
+        for _ in range(30):
+            result = cli.run("--data-dir", data, "consume", "t", "--format", "json", data_dir=False)
+            assert result.status == 0, result.err
+            offsets = [json.loads(line)["offset"] for line in result.lines]
+            if offsets:  # (empty only before the writer's first append)
+                assert offsets == list(range(offsets[0], offsets[0] + len(offsets)))  # no gap
+                read_some += 1
+        assert read_some > 20
+    finally:
+        assert writer.stdin is not None
+        writer.stdin.close()
+        assert writer.wait(timeout=60) == 0

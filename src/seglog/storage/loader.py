@@ -417,6 +417,21 @@ def _recover_from(
     return kept
 
 
+#: A read-only load retries this many times when a file it listed vanished before it opened
+#: it (a writer holding the directory renamed or deleted it meanwhile).
+READ_ONLY_LOAD_ATTEMPTS = 16
+
+
+def _vanished(exc: BaseException) -> bool:
+    """True when ``exc`` (or what it wraps) is a file found missing."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, FileNotFoundError):
+            return True
+        seen = seen.__cause__
+    return False
+
+
 def load_partition_dir(
     directory: Path,
     settings: SegmentSettings,
@@ -427,7 +442,42 @@ def load_partition_dir(
     now_ms: int,
     writable: bool = True,
 ) -> LoadedLog:
-    """Open a partition directory following the module's steps; never loses a valid batch."""
+    """Open a partition directory following the module's steps; never loses a valid batch.
+
+    A read-only load may run while a writer (a broker, ``seglog maintain``) holds the
+    directory: a segment file it listed can be renamed (``.deleted``, a swap) or removed by
+    retention or the cleaner before it is opened. The load then starts again from the
+    listing (up to :data:`READ_ONLY_LOAD_ATTEMPTS` times): once a segment is open its
+    descriptors keep it readable whatever the writer does to its name.
+    """
+    for attempt in range(1, READ_ONLY_LOAD_ATTEMPTS + 1):
+        try:
+            return _load_partition_dir(
+                directory,
+                settings,
+                recovery_point=recovery_point,
+                log_start_offset=log_start_offset,
+                had_clean_shutdown=had_clean_shutdown,
+                now_ms=now_ms,
+                writable=writable,
+            )
+        except (OSError, SeglogError) as exc:
+            if writable or attempt == READ_ONLY_LOAD_ATTEMPTS or not _vanished(exc):
+                raise
+    raise AssertionError("unreachable")  # the last attempt returned or raised
+
+
+def _load_partition_dir(
+    directory: Path,
+    settings: SegmentSettings,
+    *,
+    recovery_point: int,
+    log_start_offset: int,
+    had_clean_shutdown: bool,
+    now_ms: int,
+    writable: bool,
+) -> LoadedLog:
+    """One attempt of :func:`load_partition_dir`."""
     report = LoadReport(directory, had_clean_shutdown, writable=writable)
     if writable:
         swaps = _file_pass(directory, report)
