@@ -50,10 +50,11 @@ from seglog.engine.compactor import (
     copy_store,
     read_compacted_records,
 )
-from seglog.engine.log import ConsumedRecord, Log
+from seglog.engine.log import Log
 from seglog.engine.log_cleaner import CleanPlan, CleanResult, LogCleaner, per_thread_map_bytes
 from seglog.engine.metrics import RetentionCounters
 from seglog.engine.progress import ProgressCallback
+from seglog.engine.record_scan import ConsumedRecord
 from seglog.engine.run_history import RunHistory
 from seglog.engine.scheduler import Scheduler
 from seglog.errors import (

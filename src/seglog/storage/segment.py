@@ -57,7 +57,7 @@ from seglog.errors import (
     StorageWriteError,
     UnreadableFileError,
 )
-from seglog.format.batch import LOG_OVERHEAD, MAGIC_V2
+from seglog.format.batch import LOG_OVERHEAD, MAGIC_V2, MIN_BATCH_LENGTH
 from seglog.format.crc import crc32c
 from seglog.format.names import (
     INDEX_SUFFIX,
@@ -82,6 +82,8 @@ _OFFSET_SIZE = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _V2_LAST_OFFSET_DELTA_AT = 23
 _HEADER_PEEK_BYTES = 27
+RESYNC_CHUNK_BYTES = 1024 * 1024  # find_next_batch's read size
+MAGIC_V2_BYTE = bytes([MAGIC_V2])
 _V2_CRC_AT = 17  # the CRC field of a v2 batch
 _V2_CRC_END = 21  # the CRC covers the batch from here to its end
 _CRC = struct.Struct(">I")
@@ -496,6 +498,42 @@ class LogSegment:
             position = end.position
             if not advanced and end.bytes_needed:
                 chunk = max(chunk, len(buf) + end.bytes_needed)
+
+    def find_next_batch(
+        self, start_position: int, min_offset: int, below_offset: int | None
+    ) -> Batch | None:
+        """The first whole, CRC-valid v2 batch starting at or after ``start_position`` whose
+        base offset lies in ``[min_offset, below_offset)``, or None (reading past damage).
+
+        A resynchronisation scan for readers told to skip corrupt bytes: every position whose
+        magic byte is 2 is a candidate; its size must fit the segment, its offsets the range,
+        and its CRC-32C must match, so a match inside a damaged region's payload is as
+        unlikely as a CRC collision. Reads ``RESYNC_CHUNK_BYTES`` at a time.
+        """
+        size = self.size
+        position = start_position
+        while position + _HEADER_PEEK_BYTES <= size:
+            buf = self.read_at(position, min(RESYNC_CHUNK_BYTES, size - position))
+            at = buf.find(MAGIC_V2_BYTE, 16)
+            while at != -1 and at - 16 + _HEADER_PEEK_BYTES <= len(buf):
+                candidate = position + at - 16
+                entry_offset, entry_size = _OFFSET_SIZE.unpack_from(buf, at - 16)
+                if (
+                    entry_size >= MIN_BATCH_LENGTH
+                    and candidate + LOG_OVERHEAD + entry_size <= size
+                    and entry_offset >= min_offset
+                    and (below_offset is None or entry_offset < below_offset)
+                ):
+                    raw = self.read_at(candidate, LOG_OVERHEAD + entry_size)
+                    reader = BatchReader(raw, base_position=candidate)
+                    batches = list(reader)
+                    if batches and reader.end is not None and reader.end.is_clean:
+                        return batches[0]
+                at = buf.find(MAGIC_V2_BYTE, at + 1)
+            if len(buf) < _HEADER_PEEK_BYTES:
+                break
+            position += len(buf) - _HEADER_PEEK_BYTES + 1
+        return None
 
     def _last_offset_at(self, position: int) -> int | None:
         """Last offset of the entry whose header starts at ``position`` (None: no header)."""
