@@ -20,9 +20,9 @@ import re
 from pathlib import Path
 
 from seglog.errors import CorruptRecordError
+from seglog.format.batch import RecordBatch
 from seglog.format.kraft_metadata import MetadataImage, decode_metadata_record
 from seglog.format.reader import BatchReader, EndKind
-from seglog.format.batch import RecordBatch
 from seglog.storage.files import read_file_bytes
 
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
@@ -47,7 +47,9 @@ def _fold_file(image: MetadataImage, path: Path, min_offset: int, *, is_log: boo
     for batch in reader:
         if not isinstance(batch, RecordBatch):
             raise CorruptRecordError(
-                "a legacy (v0/v1) message in the KRaft metadata", position=batch.position, path=str(path)
+                "a legacy (v0/v1) message in the KRaft metadata",
+                position=batch.position,
+                path=str(path),
             )
         if batch.is_control or batch.base_offset + batch.last_offset_delta < min_offset:
             continue
