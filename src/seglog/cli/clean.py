@@ -490,7 +490,8 @@ def _run_dry(args: argparse.Namespace) -> int:
             "topic": args.topic,
             "map_capacity_keys": capacity,
             "partitions": [e.to_json() for e in entries],
-            "skipped": {str(tp): CONFIGS_UNKNOWN for tp in skipped},
+            # Only when some partition is skipped (configs unknown), as "skipped": {tp: why}.
+            **({"skipped": {str(tp): CONFIGS_UNKNOWN for tp in skipped}} if skipped else {}),
         }
         print(json_line(document))
         return EXIT_OK
@@ -605,8 +606,10 @@ def run_status(args: argparse.Namespace) -> int:
         skipped = skipped_partitions(manager, args.topic)
     if args.json:
         partitions = [e.to_json() for e in entries]
-        unknown = {str(tp): CONFIGS_UNKNOWN for tp in skipped}
-        print(json_line({"topic": args.topic, "partitions": partitions, "skipped": unknown}))
+        document: dict[str, object] = {"topic": args.topic, "partitions": partitions}
+        if skipped:  # partitions left alone as configs unknown: {tp: why}
+            document["skipped"] = {str(tp): CONFIGS_UNKNOWN for tp in skipped}
+        print(json_line(document))
         return EXIT_OK
     _print_skipped(skipped)
     if entries:

@@ -33,7 +33,7 @@ so they stay on disk until the next command opens the data dir, which removes th
      "skipped": {"legacy-0": "configs unknown: set them with topics alter"}}
 
 ``log_start_offsets`` holds the new log start offset of each partition that lost segments
-(with ``--dry-run``: what it would become). ``skipped`` lists the partitions retention leaves
+(with ``--dry-run``: what it would become). ``skipped`` (present only when not empty) lists the partitions retention leaves
 alone because their topic's configs are unknown (a broker's topic with no metadata saying its
 cleanup policy, see :mod:`seglog.engine.topic_catalogue`); the table prints them as
 ``SKIPPED <partition>: configs unknown: set them with topics alter``.
@@ -153,7 +153,7 @@ def as_json(
         "dry_run": dry_run,
         "deleted": deleted,
         "log_start_offsets": starts,
-        "skipped": {str(tp): CONFIGS_UNKNOWN for tp in skipped},
+        **({"skipped": {str(tp): CONFIGS_UNKNOWN for tp in skipped}} if skipped else {}),
     }
 
 
