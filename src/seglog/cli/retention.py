@@ -33,9 +33,10 @@ so they stay on disk until the next command opens the data dir, which removes th
      "skipped": {"legacy-0": "configs unknown: set them with topics alter"}}
 
 ``log_start_offsets`` holds the new log start offset of each partition that lost segments
-(with ``--dry-run``: what it would become). ``skipped`` (present only when not empty) lists the partitions retention leaves
-alone because their topic's configs are unknown (a broker's topic with no metadata saying its
-cleanup policy, see :mod:`seglog.engine.topic_catalogue`); the table prints them as
+(with ``--dry-run``: what it would become). ``skipped`` (present only when not empty) lists
+the partitions retention leaves alone because their topic's configs are unknown (a broker's
+topic with no metadata saying its cleanup policy, see :mod:`seglog.engine.topic_catalogue`);
+the table prints them as
 ``SKIPPED <partition>: configs unknown: set them with topics alter``.
 
 ``--once`` is required: without it the command is an error, because a long-running loop
