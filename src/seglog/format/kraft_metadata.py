@@ -96,25 +96,36 @@ def decode_metadata_record(value: bytes) -> MetadataRecord | None:
         raise CorruptRecordError(f"metadata record frame version {frame_version} is not 1")
     api_key = cursor.uvarint()
     version = cursor.uvarint()
+    if api_key not in _MAX_VERSIONS:
+        return None
+    if version > _MAX_VERSIONS[api_key]:
+        raise CorruptRecordError(
+            f"metadata record type {api_key} version {version} is unknown "
+            f"(0-{_MAX_VERSIONS[api_key]})"
+        )
+    try:
+        return _decode_body(cursor, api_key)
+    except CorruptRecordError as exc:
+        raise CorruptRecordError(f"metadata record type {api_key}: {exc.reason}") from exc
+
+
+_MAX_VERSIONS = {TOPIC_RECORD: 0, PARTITION_RECORD: 2, CONFIG_RECORD: 0, REMOVE_TOPIC_RECORD: 0}
+
+
+def _decode_body(cursor: _Cursor, api_key: int) -> MetadataRecord:
     record: MetadataRecord
     if api_key == TOPIC_RECORD:
         name = _required_string(cursor, "topic name")
         record = TopicRecord(name, cursor.uuid())
     elif api_key == PARTITION_RECORD:
-        if version > 2:
-            raise CorruptRecordError(f"PartitionRecord version {version} is unknown (0-2)")
-        return PartitionRecord(cursor.int32(), cursor.uuid())
+        return PartitionRecord(cursor.int32(), cursor.uuid())  # the rest is not needed
     elif api_key == CONFIG_RECORD:
         resource_type = cursor.int8()
         resource_name = _required_string(cursor, "config resource name")
         name = _required_string(cursor, "config name")
         record = ConfigRecord(resource_type, resource_name, name, cursor.compact_string())
-    elif api_key == REMOVE_TOPIC_RECORD:
-        record = RemoveTopicRecord(cursor.uuid())
     else:
-        return None
-    if version != 0:
-        raise CorruptRecordError(f"record type {api_key} version {version} is unknown (0)")
+        record = RemoveTopicRecord(cursor.uuid())
     cursor.tagged_fields()
     return record
 
