@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from corpus_location import NO_CORPUS_REASON, corpus_root
 from seglog.errors import CorruptRecordError
 from seglog.format.batch import encode_batch
 from seglog.format.kraft_metadata import (
@@ -133,3 +134,33 @@ def test_the_log_after_the_newest_snapshot_is_folded_on_top(tmp_path: Path) -> N
 
 def test_no_metadata_dir_means_no_image(tmp_path: Path) -> None:
     assert read_metadata_image(tmp_path) is None
+
+
+KRAFT_CORPUS = {
+    # directory: (a topic it holds, that topic's configs, the broker configs)
+    "broker/itumelengmogase-cp-kraft": ("_schemas", {"cleanup.policy": "compact"}, {}),
+    "broker/apache-kafka-pr15553/kafka-1168504093769635972": ("topic", {}, {}),
+    "no-licence/ldi-poc-kraft": ("TestTopicPatient", {}, {}),
+    "no-licence/ronem123-kraft39": ("topic_transactions", {}, {"": {"min.insync.replicas": "1"}}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KRAFT_CORPUS))
+def test_the_image_of_real_kraft_directories(name: str) -> None:
+    root = corpus_root()
+    if root is None or not (root / name).is_dir():
+        pytest.skip(NO_CORPUS_REASON)
+    topic_name, topic_configs, broker_configs = KRAFT_CORPUS[name]
+    image = read_metadata_image(root / name)
+    assert image is not None
+    topic = image.topic_by_name(topic_name)
+    assert topic is not None and topic.partitions
+    assert image.topic_configs.get(topic_name, {}) == topic_configs
+    assert image.broker_configs == broker_configs
+    offsets = image.topic_by_name("__consumer_offsets")
+    assert offsets is not None
+    assert image.topic_configs["__consumer_offsets"] == {
+        "cleanup.policy": "compact",
+        "compression.type": "producer",
+        "segment.bytes": "104857600",
+    }
