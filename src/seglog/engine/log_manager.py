@@ -872,11 +872,9 @@ class LogManager:
         """Run the compacted-copy compactor now on a topic (or one partition); a partition
         whose run is already under way raises ``CompactionRunningError``."""
         self._check_writable()
+        logs = self._partitions_of(topic, partition)
         self._check_config_known(topic, "compact")
-        return {
-            log.topic_partition: self.compaction.compact(log)
-            for log in self._partitions_of(topic, partition)
-        }
+        return {log.topic_partition: self.compaction.compact(log) for log in logs}
 
     def compaction_status(self, topic: str) -> dict[TopicPartition, CompactionStatus]:
         """Per partition: NOT_RUN, RUNNING, SUCCESS or ERROR, with the last run's figures."""
