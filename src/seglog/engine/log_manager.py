@@ -473,8 +473,8 @@ class LogManager:
         """A topic's config, sources, id and whether its configs are known."""
         meta = self._topics.topics.get(topic)
         disk_id = None
-        if (meta is None or not meta.topic_id) and self.catalogue.image is None:
-            disk_id = self._disk_topic_id(topic)
+        if meta is None or not meta.topic_id:
+            disk_id = self._disk_topic_id(topic)  # used when the metadata image has no id
         if overrides is not None:
             return self.catalogue.resolve(topic, meta, disk_topic_id=disk_id, overrides=overrides)
         try:
@@ -587,6 +587,7 @@ class LogManager:
             check_not_metadata_topic(name, "delete")
             meta = self._topics.topics.get(name) or self._discovered_metadata(name)
             meta.deleting = True
+            self._topics.topics[name] = meta  # a crash from here on finishes the delete
             self._write_topics()
             return self._finish_delete(name)
 
