@@ -29,10 +29,15 @@ so they stay on disk until the next command opens the data dir, which removes th
     {"dry_run": false,
      "deleted": [{"topic": "t", "partition": 0, "base_offset": 0, "size_bytes": 4021,
                   "rule": "retention.ms", "reason": "largest timestamp ... over retention.ms"}],
-     "log_start_offsets": {"t-0": 120}}
+     "log_start_offsets": {"t-0": 120},
+     "skipped": {"legacy-0": "configs unknown: set them with topics alter"}}
 
 ``log_start_offsets`` holds the new log start offset of each partition that lost segments
-(with ``--dry-run``: what it would become).
+(with ``--dry-run``: what it would become). ``skipped`` (present only when not empty) lists
+the partitions retention leaves alone because their topic's configs are unknown (a broker's
+topic with no metadata saying its cleanup policy, see :mod:`seglog.engine.topic_catalogue`);
+the table prints them as
+``SKIPPED <partition>: configs unknown: set them with topics alter``.
 
 ``--once`` is required: without it the command is an error, because a long-running loop
 (retention, flushes, file deletion on a timer) belongs to the scheduler command ``seglog
@@ -57,6 +62,7 @@ from seglog.cli.common import (
     print_table,
 )
 from seglog.core.retention import RetentionPlan
+from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN
 from seglog.format.topic_names import TopicPartition
 
 if TYPE_CHECKING:
@@ -120,7 +126,12 @@ def summary_line(results: list[tuple[TopicPartition, RetentionPlan]], *, dry_run
     return f"Deleted {what}; their files are renamed *.deleted until the next open removes them."
 
 
-def as_json(results: list[tuple[TopicPartition, RetentionPlan]], *, dry_run: bool) -> Any:
+def as_json(
+    results: list[tuple[TopicPartition, RetentionPlan]],
+    *,
+    dry_run: bool,
+    skipped: list[TopicPartition] = (),  # type: ignore[assignment]
+) -> Any:
     """The ``--json`` document (see the module docstring)."""
     deleted = [
         {
@@ -139,7 +150,12 @@ def as_json(results: list[tuple[TopicPartition, RetentionPlan]], *, dry_run: boo
         for tp, plan in results
         if plan.new_log_start_offset is not None
     }
-    return {"dry_run": dry_run, "deleted": deleted, "log_start_offsets": starts}
+    return {
+        "dry_run": dry_run,
+        "deleted": deleted,
+        "log_start_offsets": starts,
+        **({"skipped": {str(tp): CONFIGS_UNKNOWN for tp in skipped}} if skipped else {}),
+    }
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -157,12 +173,16 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         read_only_args = argparse.Namespace(**{**vars(args), "command_read_only": True})
         with open_manager(read_only_args) as manager:
             results = manager.run_retention(dry_run=True)
+            skipped = manager.unknown_config_partitions()
     else:
         with open_manager(args) as manager, deferred_interrupts():
             results = manager.run_retention()
+            skipped = manager.unknown_config_partitions()
     if args.json:
-        print(json_line(as_json(results, dry_run=args.dry_run)))
+        print(json_line(as_json(results, dry_run=args.dry_run, skipped=skipped)))
         return EXIT_OK
+    for tp in skipped:
+        print(f"SKIPPED {tp}: {CONFIGS_UNKNOWN}")
     rows: list[tuple[object, ...]] = []
     for tp, plan in results:
         for d in plan.deletions:
