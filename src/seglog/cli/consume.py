@@ -377,8 +377,10 @@ def _consume(
             reader = read_compacted_partition if args.read_compacted else read_partition
             scan = ScanOptions(
                 skip_corrupt=args.skip_corrupt,
-                # A log never compacted has contiguous offsets: a gap there is damage.
-                check_gaps=not log.config.is_compacted
+                # A log never compacted has contiguous offsets: a gap there is damage. A
+                # broker's topic whose configs are unknown may have been compacted there.
+                check_gaps=manager.is_config_known(args.topic)
+                and not log.config.is_compacted
                 and (args.topic, partition) not in checkpoints,
                 on_skip=report_skipped,
             )
