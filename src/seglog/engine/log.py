@@ -745,7 +745,7 @@ class Log:
                 self.log_start_offset = offset
                 self._publish(tuple(keep))
             tail = keep[-1]
-            removed += tail.truncate_to(offset)
+            removed += tail.truncate_to(offset, self.clock.now_ms())
             tail.make_active()
             self.log_end_offset = offset
             self.log_start_offset = min(self.log_start_offset, offset)

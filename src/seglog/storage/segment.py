@@ -745,21 +745,31 @@ class LogSegment:
         self.size = size
 
     # --- truncation, roll, close --------------------------------------------------------------
-    def truncate_to(self, offset: int) -> int:
-        """Drop every batch whose last offset is >= ``offset``; returns bytes removed (§7.4)."""
+    def truncate_to(self, offset: int, now_ms: int | None = None) -> int:
+        """Drop every batch whose last offset is >= ``offset``; returns bytes removed (§7.4).
+
+        A segment left empty (whether this call removed bytes or it was empty already)
+        restarts its roll clock, as Kafka's ``LogSegment.truncateTo`` does: its creation time
+        becomes ``now_ms`` (when given) and its rolling-based timestamp is forgotten, so
+        ``segment.ms`` is measured from the next append's timestamp, never from records
+        that no longer exist.
+        """
         location = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.offset_index.resize_to_max()
         self.time_index.resize_to_max()
-        if location is None:
-            return 0
-        removed = self.size - location.position
-        self._truncate_log(location.position)
-        self._bytes_since_last_index_entry = 0
+        removed = 0
+        if location is not None:
+            removed = self.size - location.position
+            self._truncate_log(location.position)
+            self._bytes_since_last_index_entry = 0
         if self.size == 0:
             self._rolling_based_timestamp = NO_TIMESTAMP
-        self._reload_max_timestamp()
+            if now_ms is not None:
+                self.created_ms = now_ms
+        if location is not None:
+            self._reload_max_timestamp()
         return removed
 
     def _time_entry_holds(self, timestamp: int, offset: int) -> bool:
