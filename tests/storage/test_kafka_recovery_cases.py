@@ -7,11 +7,16 @@ Real files on a tmp dir; no mocks of seglog's storage.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
+
 from seglog.core.roll import PendingAppend, roll_reason, time_waited_for_roll_ms
+from seglog.errors import CorruptIndexError
 from seglog.format.batch import encode_batch
 from seglog.format.records import Record
+from seglog.storage.index_file import OffsetIndexFile, TimeIndexFile
 from seglog.storage.segment import LogSegment
 
 NO_TIMESTAMP = -1
@@ -117,3 +122,70 @@ def test_truncate_empty_segment(tmp_path: Path) -> None:
     assert reason(100) is None  # an empty segment never rolls by time
     assert reason((1 << 31) - 1 + 200) is not None  # but it rolls when the offset cannot fit
     reopened.close()
+
+
+# --- 4. TimeIndex sanity check on a live, preallocated index ----------------------------------
+def _poke(path: Path, position: int, data: bytes) -> None:
+    with path.open("r+b") as handle:
+        handle.seek(position)
+        handle.write(data)
+
+
+def test_time_index_sanity_check(tmp_path: Path) -> None:
+    """``TimeIndexTest.testSanityCheck``: a live time index (preallocated to 30 entries, its
+    tail zeros) passes the check empty and with 5 entries; reopened live, it fails on a last
+    entry whose offset is below the base, on a last timestamp below the first, and on a file
+    length that is not a whole number of entries, and passes again once each is undone."""
+    base_offset = 45
+    path = tmp_path / "00000000000000000045.timeindex"
+    index = TimeIndexFile(path, base_offset, segment_index_bytes=30 * 12)
+    index.create_preallocated()
+    index.sanity_check()
+    for i in range(1, 6):
+        index.maybe_append(i * 10, i + base_offset)
+    index.sanity_check()
+    assert path.stat().st_size == 30 * 12  # live: preallocated, a zero tail after 5 entries
+    index.trim()
+    index.close()
+    assert path.stat().st_size == 5 * 12
+
+    live = TimeIndexFile(path, base_offset, segment_index_bytes=30 * 12)
+    live.create_preallocated()
+    assert path.stat().st_size == 30 * 12
+    assert live.last_entry() == (50, 50)
+    last = 4 * 12
+    original = path.read_bytes()[last : last + 12]
+
+    _poke(path, last + 8, (-1).to_bytes(4, "big", signed=True))  # offset base - 1
+    with pytest.raises(CorruptIndexError, match="last offset is 44"):
+        live.sanity_check()
+    _poke(path, last, original)
+
+    _poke(path, last, (9).to_bytes(8, "big"))  # first timestamp (10) - 1
+    with pytest.raises(CorruptIndexError, match="last timestamp is 9"):
+        live.sanity_check()
+    _poke(path, last, original)
+
+    os.truncate(path, 30 * 12 - 1)
+    with pytest.raises(CorruptIndexError, match="not a multiple of 12"):
+        live.sanity_check()
+    os.truncate(path, 30 * 12)
+
+    live.sanity_check()
+    live.close()
+
+
+def test_offset_index_sanity_check_live(tmp_path: Path) -> None:
+    """``OffsetIndexTest.testSanityCheck``'s live case: a preallocated offset index with entries
+    passes; an entry below the base offset fails, naming the file."""
+    path = tmp_path / "00000000000000000045.index"
+    index = OffsetIndexFile(path, 45, segment_index_bytes=30 * 8)
+    index.create_preallocated()
+    for i in range(1, 6):
+        index.append(45 + i, i * 100)
+    index.sanity_check()
+    index.flush()
+    _poke(path, 4 * 8, (-1).to_bytes(4, "big", signed=True))
+    with pytest.raises(CorruptIndexError, match=str(path)):
+        index.sanity_check()
+    index.close()
