@@ -910,6 +910,10 @@ class LogSegment:
         want = window_bytes
         try:
             with fileops.open_read(self.log_path) as handle:
+                # A file cut under the segment (shorter than the bytes it holds) is walked to
+                # its real end: the batch there is torn, reported as corrupt below (Kafka's
+                # CorruptRecordException), never a mapping past the end of the file.
+                size = min(size, os.fstat(handle.fileno()).st_size)
                 while position < size:
                     start = position - position % granularity
                     stop = min(size, position + want)
@@ -935,6 +939,14 @@ class LogSegment:
                                 )
                             want = need
                             continue
+                    elif walk.end_code == END_TORN:
+                        raise CorruptRecordError(
+                            f"batch of {int(walk.detail_a)} bytes is larger than the "
+                            f"{size - end} bytes left in the {size}-byte file (the segment "
+                            f"holds {self.size})",
+                            position=end,
+                            path=str(self.log_path),
+                        )
                     elif walk.end_code != END_CLEAN:
                         raise CorruptRecordError(
                             f"batch framing broken (frame walk end code {walk.end_code})",

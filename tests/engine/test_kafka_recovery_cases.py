@@ -12,8 +12,14 @@ from pathlib import Path
 
 import pytest
 
+from seglog.clock import ManualClock
+from seglog.core.offset_map import OffsetMap
 from seglog.core.roll import PendingAppend, roll_reason, time_waited_for_roll_ms
-from seglog.errors import CorruptIndexError
+from seglog.engine.cleaner import Cleaner, never_done
+from seglog.engine.log import Log
+from seglog.engine.log_manager import LogManager, open_log_dirs
+from seglog.errors import CorruptIndexError, CorruptRecordError
+from seglog.format.builder import BatchBuilder
 from seglog.format.batch import encode_batch
 from seglog.format.records import Record
 from seglog.storage.index_file import OffsetIndexFile, TimeIndexFile
@@ -189,3 +195,80 @@ def test_offset_index_sanity_check_live(tmp_path: Path) -> None:
     with pytest.raises(CorruptIndexError, match=str(path)):
         index.sanity_check()
     index.close()
+
+
+# --- 5. a batch larger than the bytes left is a CorruptRecordError -----------------------------
+def _log_with_large_messages(
+    tmp_path: Path, large_message_size: int
+) -> tuple[LogManager, Log, ManualClock]:
+    """Kafka's ``createLogWithMessagesLargerThanMaxSize``: messages of ``large_message_size``
+    bytes with ``segment.bytes`` 16 times that, until the log has two segments."""
+    clock = ManualClock()
+    manager = open_log_dirs([tmp_path / "data"], clock=clock)
+    manager.create_topic(
+        "t",
+        1,
+        configs={
+            "cleanup.policy": "compact",
+            "min.cleanable.dirty.ratio": "0.01",
+            "segment.bytes": str(large_message_size * 16),
+            "max.message.bytes": str(large_message_size * 2),
+        },
+    )
+    log = manager.get_log("t", 0)
+    key = 0
+    while len(log.segments) < 2:
+        builder = BatchBuilder(max_batch_bytes=large_message_size * 2)
+        builder.append(clock.now_ms(), b"%d" % key, bytes(large_message_size))
+        log.append(builder.build())
+        key += 1
+    return manager, log, clock
+
+
+@pytest.mark.parametrize("use_numba", [True, False], ids=["numba", "python-twin"])
+def test_corrupt_message_size_larger_than_bytes_available(tmp_path: Path, use_numba: bool) -> None:
+    """``LogCleanerTest.testCorruptMessageSizeLargerThanBytesAvailable``: the first segment's
+    ``.log`` is cut to 1024 bytes under the open log, so its first batch claims more bytes than
+    the file has left; cleaning it raises ``CorruptRecordError`` naming the file and position
+    (never a ``ValueError`` from mapping past the file's end), with the kernels and with their
+    Python twins, and the header walk the cleaner's pre-pass uses raises the same."""
+    manager, log, clock = _log_with_large_messages(tmp_path, 64 * 1024)
+    try:
+        first = log.segments[0]
+        os.truncate(first.log_path, 1024)
+        with pytest.raises(CorruptRecordError) as walk_error:
+            first.batch_headers()
+        assert walk_error.value.position == 0
+        assert walk_error.value.path == str(first.log_path)
+        assert "larger than the 1024 bytes left" in str(walk_error.value)
+
+        cleaner = Cleaner(OffsetMap(1 << 20, 0.9), clock=clock, use_numba=use_numba)
+        with pytest.raises(CorruptRecordError) as read_error:
+            list(cleaner.chunks(first, 0, never_done))
+        assert read_error.value.path == str(first.log_path)
+        assert read_error.value.position == 0
+
+        [result] = manager.clean_once()
+        assert result.error is not None and result.error.startswith("CorruptRecordError")
+        assert first.log_path.name in result.error
+    finally:
+        manager.close()
+
+
+def test_corrupt_message_size_cut_inside_a_later_batch(tmp_path: Path) -> None:
+    """The same cut inside the third batch: the cleaner's chunked reader and the header walk
+    name the position of the batch that runs past the file's end."""
+    manager, log, clock = _log_with_large_messages(tmp_path, 16 * 1024)
+    try:
+        first = log.segments[0]
+        positions = [b.position for b in first.iter_batches(0, first.size)]
+        os.truncate(first.log_path, positions[2] + 100)
+        with pytest.raises(CorruptRecordError) as walk_error:
+            first.batch_headers()
+        assert walk_error.value.position == positions[2]
+        cleaner = Cleaner(OffsetMap(1 << 20, 0.9), clock=clock, read_chunk_bytes=64 * 1024)
+        with pytest.raises(CorruptRecordError) as read_error:
+            list(cleaner.chunks(first, 0, never_done))
+        assert read_error.value.path == str(first.log_path)
+    finally:
+        manager.close()
