@@ -42,9 +42,7 @@ def _segment(directory: Path, base_offset: int, now_ms: int) -> LogSegment:
 
 def _append(segment: LogSegment, base_offset: int, *values: bytes, timestamp: int = -1) -> None:
     """Append one batch of ``values`` at ``base_offset`` (Kafka's ``records(offset, ...)``)."""
-    data = encode_batch(
-        [Record(base_offset + i, timestamp, None, v) for i, v in enumerate(values)]
-    )
+    data = encode_batch([Record(base_offset + i, timestamp, None, v) for i, v in enumerate(values)])
     last_offset = base_offset + len(values) - 1
     segment.append([data], len(data), [(0, len(data), last_offset, timestamp)])
 
@@ -270,5 +268,32 @@ def test_corrupt_message_size_cut_inside_a_later_batch(tmp_path: Path) -> None:
         with pytest.raises(CorruptRecordError) as read_error:
             list(cleaner.chunks(first, 0, never_done))
         assert read_error.value.path == str(first.log_path)
+    finally:
+        manager.close()
+
+
+# --- 6. one-shot retention with file.delete.delay.ms=0 ----------------------------------------
+def test_run_retention_with_file_delete_delay_0_leaves_no_deleted_files(tmp_path: Path) -> None:
+    """``LogManager.run_retention`` with ``file.delete.delay.ms=0``: the files of every deleted
+    segment are gone when it returns (no scheduler tick needed), and the log keeps the rest."""
+    clock = ManualClock()
+    manager = open_log_dirs([tmp_path / "data"], clock=clock)
+    try:
+        manager.create_topic(
+            "t",
+            1,
+            configs={"retention.bytes": "300", "segment.bytes": "200", "file.delete.delay.ms": "0"},
+        )
+        log = manager.get_log("t", 0)
+        for i in range(20):
+            builder = BatchBuilder()
+            builder.append(clock.now_ms(), b"k%d" % i, b"value-%04d" % i)
+            log.append(builder.build())
+        before = len(log.segments)
+        [(_, plan)] = manager.run_retention()
+        assert plan.deletions
+        assert len(log.segments) == before - len(plan.deletions)
+        assert not list((tmp_path / "data").rglob("*.deleted"))
+        assert not [n for n in manager.scheduler.pending() if n.startswith("delete-file")]
     finally:
         manager.close()
