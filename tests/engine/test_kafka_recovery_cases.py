@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from seglog.clock import ManualClock
+from seglog.config import LogConfig
 from seglog.core.offset_map import OffsetMap
 from seglog.core.roll import PendingAppend, roll_reason, time_waited_for_roll_ms
 from seglog.engine.cleaner import Cleaner, never_done
@@ -22,10 +23,13 @@ from seglog.errors import CorruptIndexError, CorruptRecordError
 from seglog.format.builder import BatchBuilder
 from seglog.format.batch import encode_batch
 from seglog.format.records import Record
+from seglog.format.topic_names import TopicPartition
 from seglog.storage.index_file import OffsetIndexFile, TimeIndexFile
+from seglog.storage.overflow_split import NoOffsetOverflowError, split_overflowed_segment
 from seglog.storage.segment import LogSegment
 
 NO_TIMESTAMP = -1
+T0 = 1_700_000_000_000
 
 
 def _segment(directory: Path, base_offset: int, now_ms: int) -> LogSegment:
@@ -297,3 +301,140 @@ def test_run_retention_with_file_delete_delay_0_leaves_no_deleted_files(tmp_path
         assert not [n for n in manager.scheduler.pending() if n.startswith("delete-file")]
     finally:
         manager.close()
+
+
+# --- 1. offset overflow (KAFKA-6264): recovery splits the segment -----------------------------
+INT_MAX = (1 << 31) - 1
+
+
+def _kafka_record_batch(base_offset: int, *offsets: int) -> bytes:
+    """Kafka's ``MemoryRecords.withRecords(base, ...)`` of ``SimpleRecord(data, data)``, data
+    the offset as text."""
+    return encode_batch([Record(o, T0, str(o).encode(), str(o).encode()) for o in offsets])
+
+
+def _sample_batches(base_offset: int) -> tuple[bytes, int]:
+    """Kafka's ``writeSampleBatches``: offsets base, base+1..base+2 and base+Int.MaxValue-1;
+    returns the bytes and the next base (base + Int.MaxValue)."""
+    data = (
+        _kafka_record_batch(base_offset, base_offset)
+        + _kafka_record_batch(base_offset + 1, base_offset + 1, base_offset + 2)
+        + _kafka_record_batch(base_offset + INT_MAX - 1, base_offset + INT_MAX - 1)
+    )
+    return data, base_offset + INT_MAX
+
+
+def _write_raw_segment(directory: Path, base_offset: int, data: bytes) -> None:
+    """A segment written as Kafka's test does: the ``.log``, and empty index files (so a load
+    does not recover it for a missing index)."""
+    name = f"{base_offset:020d}"
+    (directory / f"{name}.log").write_bytes(data)
+    (directory / f"{name}.index").write_bytes(b"")
+    (directory / f"{name}.timeindex").write_bytes(b"")
+
+
+def _initialize_log_dir_with_overflowed_segment(directory: Path) -> list[int]:
+    """Kafka's ``initializeLogDirWithOverflowedSegment``: three segments, the second of which
+    holds two rounds of sample batches (offsets past its base + Int.MaxValue). Returns the
+    keys written, in order (16)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    first, next_offset = _sample_batches(0)
+    _write_raw_segment(directory, 0, first)
+    overflow_base = next_offset
+    part_1, next_offset = _sample_batches(next_offset)
+    part_2, next_offset = _sample_batches(next_offset)
+    _write_raw_segment(directory, overflow_base, part_1 + part_2)
+    last, _ = _sample_batches(next_offset)
+    _write_raw_segment(directory, next_offset, last)
+    keys = []
+    for base in (0, overflow_base, overflow_base + INT_MAX, next_offset):
+        keys += [base, base + 1, base + 2, base + INT_MAX - 1]
+    return keys
+
+
+def _keys_in_log(log: Log) -> list[int]:
+    """Kafka's ``LogTestUtils.keysInLog``: every key of every segment, as a number."""
+    return [
+        int(record.key)
+        for segment in log.segments
+        for batch in segment.iter_batches(0, segment.size)
+        for record in batch.records()
+        if record.key is not None and record.value is not None
+    ]
+
+
+def _recover(directory: Path, clock: ManualClock) -> Log:
+    """Kafka's ``recoverAndCheck`` (a hard reset): an unclean open from recovery point 0."""
+    return Log.open(
+        directory,
+        TopicPartition("overflow", 0),
+        LogConfig(index_interval_bytes=1, file_delete_delay_ms=1000),
+        clock=clock,
+        recovery_point=0,
+        had_clean_shutdown=False,
+    )
+
+
+def test_recovery_of_segment_with_offset_overflow(tmp_path: Path) -> None:
+    """``LogLoaderTest.testRecoveryOfSegmentWithOffsetOverflow``: recovery splits the segment
+    whose offsets pass its base + 2^31 - 1 into segments that fit, losing no record (today's
+    cut lost 7 of the 16); splitting any recovered segment again is refused and changes
+    nothing."""
+    directory = tmp_path / "overflow-0"
+    keys = _initialize_log_dir_with_overflowed_segment(directory)
+    assert len(keys) == 16
+    log = _recover(directory, ManualClock(T0))
+    try:
+        assert _keys_in_log(log) == keys
+        assert [r.key for r in log.read_records(0, 10**9)][:1] == [b"0"]
+        assert [s.base_offset for s in log.segments] == [
+            0,
+            INT_MAX,
+            2 * INT_MAX + 1,
+            3 * INT_MAX,
+        ]
+        for segment in log.segments:
+            batches = list(segment.iter_batches(0, segment.size))
+            assert all(0 <= b.last_offset - segment.base_offset <= INT_MAX for b in batches)
+        assert log.log_end_offset == 4 * INT_MAX
+        assert [r.offset for r in log.read_records(2 * INT_MAX + 1, 10**9)][:2] == [
+            2 * INT_MAX + 1,
+            2 * INT_MAX + 2,
+        ]
+        assert not [
+            p.name
+            for p in directory.iterdir()
+            if p.name.endswith((".deleted", ".swap", ".cleaned"))
+        ]
+    finally:
+        log.close()
+    before = sorted((p.name, p.stat().st_size) for p in directory.iterdir())
+    bases = [0, INT_MAX, 2 * INT_MAX + 1, 3 * INT_MAX]
+    for base, next_base in zip(bases, [*bases[1:], None], strict=True):
+        with pytest.raises(NoOffsetOverflowError):
+            split_overflowed_segment(directory, base, next_base)
+    assert sorted((p.name, p.stat().st_size) for p in directory.iterdir()) == before
+    reopened = _recover(directory, ManualClock(T0))
+    try:
+        assert _keys_in_log(reopened) == keys
+        assert len(reopened.segments) == 4
+    finally:
+        reopened.close()
+
+
+def test_recovery_of_segment_with_offset_overflow_reports_the_split(tmp_path: Path) -> None:
+    """The load report names the split (and loses nothing): a user sees why the directory has
+    one segment more than before."""
+    directory = tmp_path / "overflow-0"
+    _initialize_log_dir_with_overflowed_segment(directory)
+    log = _recover(directory, ManualClock(T0))
+    try:
+        report = log.load_report
+        assert report.lost_ranges == []
+        assert report.split_segments == [
+            f"segment {INT_MAX} overflowed its int32 relative offsets: split at {INT_MAX}, "
+            f"{2 * INT_MAX + 1}"
+        ]
+        assert f"split at {INT_MAX}" in report.summary()
+    finally:
+        log.close()

@@ -127,6 +127,9 @@ class SegmentRecovery:
     batches: int
     next_offset: int | None  # offset after the last valid batch, None when empty
     end_reason: str
+    # recover(stop_at_overflow=True) stopped, changing nothing, at a valid batch here whose
+    # offsets overflow the segment's int32 relative offsets (the loader splits the segment)
+    overflow_position: int | None = None
 
 
 class _IndexPlan(NamedTuple):
@@ -662,11 +665,17 @@ class LogSegment:
         return None
 
     # --- recovery --------------------------------------------------------------------------
-    def recover(self) -> SegmentRecovery:
+    def recover(self, *, stop_at_overflow: bool = False) -> SegmentRecovery:
         """Validate every batch, rebuild both indexes (spec §5.2) and cut a bad tail (§12.3).
 
         Stops at the first torn, corrupt or out-of-order entry; bytes from there on are
         truncated (in memory only for a read-only segment). Returns what was found.
+
+        With ``stop_at_overflow``, a valid batch whose offsets follow on but pass
+        ``base_offset + 2^31 - 1`` (a segment an old broker let overflow, KAFKA-6264) ends the
+        scan without cutting anything: the result names it in ``overflow_position``, the
+        ``.log`` is unchanged, and the caller splits the segment and recovers the pieces (the
+        indexes are left reset, to be rebuilt).
         """
         self.offset_index.reset()
         self.time_index.reset()
@@ -688,6 +697,22 @@ class LogSegment:
             for batch in reader:
                 advanced = True
                 at = position + batch.position
+                if (
+                    stop_at_overflow
+                    and batch.last_offset - self.base_offset > INT32_MAX
+                    and batch.base_offset
+                    >= (self.base_offset if next_offset is None else next_offset)
+                ):
+                    return SegmentRecovery(
+                        self.base_offset,
+                        valid_bytes,
+                        0,
+                        batches,
+                        next_offset,
+                        f"batch at position {at} holds offsets {batch.base_offset}-"
+                        f"{batch.last_offset}, past base offset + 2^31 - 1 (offset overflow)",
+                        overflow_position=at,
+                    )
                 if not 0 <= batch.last_offset - self.base_offset <= INT32_MAX or (
                     batch.base_offset < self.base_offset and batch.magic == MAGIC_V2
                 ):
