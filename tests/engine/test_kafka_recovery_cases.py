@@ -8,7 +8,11 @@ Real files on a tmp dir; no mocks of seglog's storage.
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,13 +24,14 @@ from seglog.engine.cleaner import Cleaner, never_done
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.errors import CorruptIndexError, CorruptRecordError
-from seglog.format.builder import BatchBuilder
 from seglog.format.batch import encode_batch
+from seglog.format.builder import BatchBuilder
 from seglog.format.records import Record
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.index_file import OffsetIndexFile, TimeIndexFile
 from seglog.storage.overflow_split import NoOffsetOverflowError, split_overflowed_segment
 from seglog.storage.segment import LogSegment
+from seglog.testing.crash import close_fds_opened_since, open_fds
 
 NO_TIMESTAMP = -1
 T0 = 1_700_000_000_000
@@ -438,3 +443,140 @@ def test_recovery_of_segment_with_offset_overflow_reports_the_split(tmp_path: Pa
         assert f"split at {INT_MAX}" in report.summary()
     finally:
         log.close()
+
+
+# --- 3. preallocate=true --------------------------------------------------------------------
+def _produce(log: Log, clock: ManualClock, count: int, start: int = 0) -> None:
+    for i in range(start, start + count):
+        builder = BatchBuilder()
+        builder.append(clock.now_ms(), b"k%d" % i, b"value-%04d" % i)
+        log.append(builder.build())
+
+
+def _preallocated_log(directory: Path, clock: ManualClock, **kwargs: Any) -> Log:
+    return Log.open(
+        directory,
+        TopicPartition("pre", 0),
+        LogConfig(preallocate=True, segment_bytes=4096),
+        clock=clock,
+        **kwargs,
+    )
+
+
+def test_preallocate_sizes_on_disk_while_open_after_roll_and_after_close(tmp_path: Path) -> None:
+    """``preallocate=true`` (Kafka's ``FileRecords.open(..., preallocate)``,
+    ``LogSegmentTest``'s preallocated cases): the active ``.log`` is ``segment.bytes`` long on
+    disk from its creation while the segment's size counts only its batches; a roll trims the
+    old one to its batches and preallocates the new one; close trims the active one."""
+    clock = ManualClock(T0)
+    directory = tmp_path / "pre-0"
+    log = _preallocated_log(directory, clock)
+    try:
+        first = log.active_segment
+        assert first.log_path.stat().st_size == 4096
+        assert first.size == 0
+        _produce(log, clock, 10)
+        assert first.log_path.stat().st_size == 4096
+        assert 0 < first.size < 4096
+        assert [v for _, v in [(r.offset, r.value) for r in log.read_records(0, 10**9)]] == [
+            b"value-%04d" % i for i in range(10)
+        ]
+        size_before_roll = first.size
+        log.roll()
+        assert first.log_path.stat().st_size == size_before_roll
+        second = log.active_segment
+        assert second.log_path.stat().st_size == 4096
+        _produce(log, clock, 3, start=10)
+        active_size = second.size
+    finally:
+        log.close()
+    assert second.log_path.stat().st_size == active_size
+    reopened = _preallocated_log(directory, clock, had_clean_shutdown=True, recovery_point=13)
+    try:
+        assert reopened.load_report.truncated_bytes == 0
+        assert [r.offset for r in reopened.read_records(0, 10**9)] == list(range(13))
+    finally:
+        reopened.close()
+
+
+def test_preallocated_segments_roll_by_size_and_are_each_trimmed(tmp_path: Path) -> None:
+    """Appends that fill ``segment.bytes`` roll; every rolled ``.log`` is exactly its batches,
+    only the active one carries the preallocated tail."""
+    clock = ManualClock(T0)
+    log = _preallocated_log(tmp_path / "pre-0", clock)
+    try:
+        _produce(log, clock, 200)
+        assert len(log.segments) > 2
+        for segment in log.segments[:-1]:
+            assert segment.log_path.stat().st_size == segment.size <= 4096
+        assert log.active_segment.log_path.stat().st_size == 4096
+    finally:
+        log.close()
+
+
+def test_preallocated_active_segment_recovers_every_record_after_a_simulated_crash(
+    tmp_path: Path,
+) -> None:
+    """A crash with the active ``.log`` still preallocated (nothing trimmed: the log is dropped
+    without close, its descriptors closed as the kernel would): the unclean reopen reads
+    batches up to the zero tail, cuts the tail, and keeps every record."""
+    clock = ManualClock(T0)
+    directory = tmp_path / "pre-0"
+    fds = open_fds()
+    log = _preallocated_log(directory, clock)
+    _produce(log, clock, 25)
+    log.flush()
+    end = log.log_end_offset
+    active = log.active_segment.log_path
+    assert active.stat().st_size == 4096
+    del log
+    close_fds_opened_since(fds, directory)
+    reopened = _preallocated_log(directory, clock, recovery_point=0)
+    try:
+        assert [r.offset for r in reopened.read_records(0, 10**9)] == list(range(end))
+        assert reopened.log_end_offset == end
+        assert reopened.load_report.lost_ranges == []
+        assert active.stat().st_size == reopened.segments[-1].size
+        _produce(reopened, clock, 1, start=end)  # appends go on at the end of the batches
+        assert [r.offset for r in reopened.read_records(0, 10**9)][-2:] == [end - 1, end]
+    finally:
+        reopened.close()
+
+
+_KILL_CHILD = """
+import sys
+from pathlib import Path
+from seglog.clock import ManualClock
+from seglog.config import LogConfig
+from seglog.engine.log import Log
+from seglog.format.builder import BatchBuilder
+from seglog.format.topic_names import TopicPartition
+import os, signal
+clock = ManualClock(1_700_000_000_000)
+log = Log.open(Path(sys.argv[1]), TopicPartition("pre", 0),
+               LogConfig(preallocate=True, segment_bytes=4096), clock=clock)
+for i in range(int(sys.argv[2])):
+    b = BatchBuilder()
+    b.append(clock.now_ms(), b"k%d" % i, b"value-%04d" % i)
+    log.append(b.build())
+log.flush()
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_preallocated_active_segment_recovers_every_record_after_sigkill(tmp_path: Path) -> None:
+    """The same with a real SIGKILL of a writer process: every flushed record is back."""
+    directory = tmp_path / "pre-0"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    done = subprocess.run(
+        [sys.executable, "-c", _KILL_CHILD, str(directory), "30"], env=env, check=False
+    )
+    assert done.returncode == -signal.SIGKILL
+    assert max(p.stat().st_size for p in directory.glob("*.log")) == 4096
+    reopened = _preallocated_log(directory, ManualClock(T0), recovery_point=0)
+    try:
+        assert [r.value for r in reopened.read_records(0, 10**9)] == [
+            b"value-%04d" % i for i in range(30)
+        ]
+    finally:
+        reopened.close()

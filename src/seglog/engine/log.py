@@ -186,6 +186,8 @@ class Log:
         self._closed = False
         self._epochs = self._load_epochs()
         self.active_segment.roll_jitter_ms = self._draw_jitter()
+        if writable:  # a new log's first segment (Kafka preallocates it at load too)
+            self.active_segment.preallocate(config.init_file_size)
 
     @classmethod
     def open(
@@ -485,6 +487,7 @@ class Log:
             roll_jitter_ms=self._draw_jitter(),
         )
         segment.make_active()
+        segment.preallocate(self.config.init_file_size)
         return segment
 
     def _publish(self, segments: tuple[LogSegment, ...]) -> None:

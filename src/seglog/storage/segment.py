@@ -16,7 +16,15 @@ Invariants a segment keeps:
   segment's running (max timestamp, last offset of the batch that had it). The first append of
   a segment never gets one. Recovery rebuilds the same rule per batch (spec §5.2);
 * the time index gets the final max-timestamp entry when the segment stops being active
-  (roll, close, after recovery), and both indexes are trimmed then.
+  (roll, close, after recovery), and both indexes are trimmed then;
+* **preallocation** (``preallocate=true``, :meth:`LogSegment.preallocate`): a new active
+  ``.log`` is extended to ``segment.bytes`` (``ftruncate``, as Kafka's ``setLength``: a
+  sparse file on most file systems) while :attr:`size` stays the end of its batches; the
+  zero tail past :attr:`size` is free space, never read. It is trimmed to :attr:`size` when
+  the segment stops being active (roll) and at close. After a crash the file still has its
+  zero tail: recovery reads batches until the first entry that does not parse (the zeros,
+  "zero-filled tail") and cuts there, so every record before it is kept. Only new segments
+  are preallocated, as in Kafka (a segment reopened with batches in it is not).
 
 Index entries are checked against the ``.log`` when they are used, since a clean load checks
 only what the index files say of themselves (``consistency_problem``: cheap, no read of the
@@ -830,12 +838,27 @@ class LogSegment:
         self._shallow_offset_of_max_timestamp = offset
 
     def on_become_inactive(self) -> None:
-        """Roll or close: final max-timestamp time entry, then trim both indexes (spec §5.4)."""
+        """Roll or close: final max-timestamp time entry, then trim both indexes (spec §5.4)
+        and a preallocated ``.log``."""
+        self._trim_log()
         self.time_index.maybe_append(
             self.max_timestamp_so_far, self.shallow_offset_of_max_timestamp, skip_full_check=True
         )
         self.offset_index.trim()
         self.time_index.trim()
+
+    def preallocate(self, size_bytes: int) -> None:
+        """Extend an empty writable ``.log`` to ``size_bytes`` (module docstring); :attr:`size`
+        stays 0. Does nothing for a segment holding batches or a size of 0."""
+        if size_bytes <= 0 or self.size or not self.writable or self._fd is None:
+            return
+        if os.fstat(self._fd).st_size < size_bytes:
+            fileops.truncate(self._fd, self.log_path, size_bytes)
+
+    def _trim_log(self) -> None:
+        """Cut a preallocated ``.log``'s zero tail: the file ends at :attr:`size` again."""
+        if self.writable and self._fd is not None and os.fstat(self._fd).st_size > self.size:
+            fileops.truncate(self._fd, self.log_path, self.size)
 
     def make_active(self) -> None:
         """Preallocate the indexes again: this segment takes appends (after load or truncation)."""
@@ -856,10 +879,14 @@ class LogSegment:
         self.time_index.flush()
 
     def close(self) -> None:
-        """Close every file handle (call :meth:`on_become_inactive` first to trim)."""
+        """Close every file handle (call :meth:`on_become_inactive` first to trim the
+        indexes; a preallocated ``.log`` is trimmed here too, as Kafka's ``FileRecords.close``)."""
         if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+            try:
+                self._trim_log()
+            finally:
+                os.close(self._fd)
+                self._fd = None
         self.offset_index.close()
         self.time_index.close()
 
