@@ -22,7 +22,8 @@ rolled or renamed and no checkpoint, lock or clean-shutdown marker is written.
 
 Deleted segments' files are renamed ``*.deleted`` (Kafka's two-step deletion). A running
 manager unlinks them after ``file.delete.delay.ms``; this one-shot command exits before that,
-so they stay on disk until the next command opens the data dir, which removes them.
+so they stay on disk until the next command opens the data dir, which removes them. With
+``file.delete.delay.ms=0`` they are unlinked at once: none is left when the command returns.
 
 ``--json`` prints one object on one line::
 
@@ -112,8 +113,14 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def summary_line(results: list[tuple[TopicPartition, RetentionPlan]], *, dry_run: bool) -> str:
-    """The last line: how many segments and bytes from how many partitions."""
+def summary_line(
+    results: list[tuple[TopicPartition, RetentionPlan]],
+    *,
+    dry_run: bool,
+    files_left: bool = True,
+) -> str:
+    """The last line: how many segments and bytes from how many partitions (``files_left``:
+    some deleted segment's files wait as ``*.deleted``, i.e. its ``file.delete.delay.ms`` > 0)."""
     segments = sum(len(plan.deletions) for _, plan in results)
     size = sum(plan.size_bytes for _, plan in results)
     what = (
@@ -121,7 +128,7 @@ def summary_line(results: list[tuple[TopicPartition, RetentionPlan]], *, dry_run
     )
     if dry_run:
         return f"Would delete {what}; nothing was changed (--dry-run)."
-    if segments == 0:
+    if segments == 0 or not files_left:
         return f"Deleted {what}."
     return f"Deleted {what}; their files are renamed *.deleted until the next open removes them."
 
@@ -168,6 +175,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "retention deletes segments, which a --read-only open cannot do: add --dry-run "
             "to see what it would delete",
         )
+    files_left = False
     if args.dry_run:
         # Read-only: a dry run must not write even the lock, checkpoints or the marker.
         read_only_args = argparse.Namespace(**{**vars(args), "command_read_only": True})
@@ -178,6 +186,11 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
         with open_manager(args) as manager, deferred_interrupts():
             results = manager.run_retention()
             skipped = manager.unknown_config_partitions()
+            files_left = any(
+                manager.get_log(tp.topic, tp.partition).config.file_delete_delay_ms > 0
+                for tp, plan in results
+                if plan.deletions
+            )
     if args.json:
         print(json_line(as_json(results, dry_run=args.dry_run, skipped=skipped)))
         return EXIT_OK
@@ -191,5 +204,5 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if rows:
         header = ("PARTITION", "BASE_OFFSET", "SIZE_BYTES", "RULE")
         print_table(rows, (*header, "REASON") if args.verbose else header, sys.stdout)
-    print(summary_line(results, dry_run=args.dry_run))
+    print(summary_line(results, dry_run=args.dry_run, files_left=files_left))
     return EXIT_OK

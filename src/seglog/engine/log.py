@@ -172,6 +172,8 @@ class Log:
         self._closed = False
         self._epochs = self._load_epochs()
         self.active_segment.roll_jitter_ms = self._draw_jitter()
+        if writable:  # a new log's first segment (Kafka preallocates it at load too)
+            self.active_segment.preallocate(config.init_file_size)
 
     @classmethod
     def open(
@@ -471,6 +473,7 @@ class Log:
             roll_jitter_ms=self._draw_jitter(),
         )
         segment.make_active()
+        segment.preallocate(self.config.init_file_size)
         return segment
 
     def _publish(self, segments: tuple[LogSegment, ...]) -> None:
@@ -690,7 +693,7 @@ class Log:
                 self.log_start_offset = offset
                 self._publish(tuple(keep))
             tail = keep[-1]
-            removed += tail.truncate_to(offset)
+            removed += tail.truncate_to(offset, self.clock.now_ms())
             tail.make_active()
             self.log_end_offset = offset
             self.log_start_offset = min(self.log_start_offset, offset)

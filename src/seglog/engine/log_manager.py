@@ -753,9 +753,17 @@ class LogManager:
 
     # --- retention --------------------------------------------------------------------------
     def _schedule_file_deletion(self, segment: LogSegment) -> None:
-        """Unlink a ``.deleted`` segment after its topic's ``file.delete.delay.ms``."""
+        """Unlink a ``.deleted`` segment after its topic's ``file.delete.delay.ms``.
+
+        With a delay of 0 the files are unlinked here, before the call returns (Kafka's
+        scheduler runs a 0-delay task at once): a one-shot ``seglog retention --once`` or
+        :meth:`run_retention` then leaves no ``.deleted`` file behind.
+        """
         log = self._logs.get(TopicPartition(*_topic_partition_of(segment.directory)))
         delay = (log.config if log else self.broker.log_defaults).file_delete_delay_ms
+        if delay <= 0:
+            segment.delete_files()
+            return
         self._pending_file_deletes.add(segment)
 
         def delete() -> None:
