@@ -148,7 +148,8 @@ TOPIC_CONFIG_DOCS: Mapping[str, str] = {
     ),
     "preallocate": (
         "True if we should preallocate the file on disk when creating a new log segment "
-        "(`.log` files start at `segment.bytes` and are trimmed on roll)."
+        "(`.log` files start at `segment.bytes` and are trimmed on roll and close; after a "
+        "crash, recovery cuts the zero tail and keeps every record)."
     ),
     "message.timestamp.type": (
         "Define whether the timestamp in the message is message create time or log append "

@@ -372,3 +372,20 @@ def test_offset_json_file_bytes(cli: Cli, tmp_path: Path, monkeypatch: pytest.Mo
     # The option is required.
     result = cli.run("delete-records")
     assert result.status == 2 and "--offset-json-file" in result.err
+
+
+def test_retention_once_with_file_delete_delay_0_leaves_no_deleted_files(
+    cli: Cli, data_dir: Path
+) -> None:
+    """Issue 16: with ``file.delete.delay.ms=0`` a one-shot retention unlinks the deleted
+    segments' files before it returns: no ``*.deleted`` file is left, and the summary does
+    not claim one is."""
+    create(cli, "t", "retention.ms=60000", "file.delete.delay.ms=0")
+    produce_json(cli, "t", [{"value": f"v{i}", "timestamp": OLD_TS + i} for i in range(12)])
+    count = len(segments(cli, "t"))
+    assert count > 1
+    result = cli.ok("retention", "--once")
+    assert result.lines[-1].startswith(f"Deleted {count} segment")
+    assert "*.deleted" not in result.lines[-1]
+    assert not list(data_dir.rglob("*.deleted"))
+    assert [s[0] for s in segments(cli, "t")] == [12]

@@ -63,7 +63,15 @@ def test_topics_list_and_describe(topics: Cli) -> None:
     assert [t["name"] for t in listed["topics"]] == ["c", "t"]
     assert {tuple(sorted(t)) for t in listed["topics"]} == {("name", "partitions", "size_bytes")}
     described = document(topics.run("topics", "describe", "t", "--json"))
-    assert set(described) == {"name", "topic_id", "overrides", "config", "partitions"}
+    assert set(described) == {
+        "name",
+        "topic_id",
+        "overrides",
+        "config",
+        "partitions",
+        "sources",
+        "configs_known",
+    }
     assert described["name"] == "t" and len(described["partitions"]) == 2
     assert sum(p["log_end_offset"] for p in described["partitions"]) == 3
     assert listed["topics"][1]["size_bytes"] == sum(

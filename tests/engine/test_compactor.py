@@ -40,8 +40,9 @@ from seglog.engine.compactor import (
     copy_store,
     iter_compacted_records,
 )
-from seglog.engine.log import ConsumedRecord, Log
+from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager, open_log_dirs
+from seglog.engine.record_scan import ConsumedRecord
 from seglog.errors import SeglogError, UnknownTopicError
 from seglog.format.batch import DELETE_HORIZON_FLAG_MASK
 from seglog.format.builder import BatchBuilder

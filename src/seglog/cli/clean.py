@@ -85,6 +85,7 @@ from seglog.cli.common import (
 from seglog.cli.progress import ProgressBar
 from seglog.engine.cleaner_manager import CleaningCandidate, Uncleanable
 from seglog.engine.log_cleaner import CleanPlan, CleanResult, LogCleaner
+from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN
 from seglog.errors import UnknownTopicError
 from seglog.format.topic_names import TopicPartition
 
@@ -186,6 +187,16 @@ def _check_topic(manager: LogManager, topic: str | None) -> None:
         raise UnknownTopicError(f"topic {topic!r} does not exist")
 
 
+def skipped_partitions(manager: LogManager, topic: str | None) -> list[TopicPartition]:
+    """Partitions the cleaner leaves alone because their topic's configs are unknown."""
+    return [tp for tp in manager.unknown_config_partitions() if topic in (None, tp.topic)]
+
+
+def _print_skipped(skipped: list[TopicPartition]) -> None:
+    for tp in skipped:
+        print(f"SKIPPED {tp}: {CONFIGS_UNKNOWN}")
+
+
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
@@ -198,6 +209,8 @@ def _nothing_compacted(manager: LogManager, topic: str | None) -> str:
     """Why no partition is listed: the topic is not compacted, or no topic is."""
     if topic is None:
         return "no topic has cleanup.policy=compact"
+    if not manager.is_config_known(topic):
+        return f"topic {topic}: {CONFIGS_UNKNOWN}"
     configs = [log.config for tp, log in sorted(manager.logs().items()) if tp.topic == topic]
     if not configs:
         return f"topic {topic} has no partition here"
@@ -470,15 +483,19 @@ def _run_dry(args: argparse.Namespace) -> int:
         entries = plan_entries(manager, args.topic)
         capacity = manager.log_cleaner.map_capacity_keys
         nothing = "" if entries else _nothing_compacted(manager, args.topic)
+        skipped = skipped_partitions(manager, args.topic)
     if args.json:
         document = {
             "dry_run": True,
             "topic": args.topic,
             "map_capacity_keys": capacity,
             "partitions": [e.to_json() for e in entries],
+            # Only when some partition is skipped (configs unknown), as "skipped": {tp: why}.
+            **({"skipped": {str(tp): CONFIGS_UNKNOWN for tp in skipped}} if skipped else {}),
         }
         print(json_line(document))
         return EXIT_OK
+    _print_skipped(skipped)
     if not entries:
         print(f"Nothing to clean: {nothing}; nothing was changed (--dry-run).")
         return EXIT_OK
@@ -586,10 +603,16 @@ def run_status(args: argparse.Namespace) -> int:
         _check_topic(manager, args.topic)
         entries = status_entries(manager, args.topic)
         nothing = "" if entries else _nothing_compacted(manager, args.topic)
+        skipped = skipped_partitions(manager, args.topic)
     if args.json:
         partitions = [e.to_json() for e in entries]
-        print(json_line({"topic": args.topic, "partitions": partitions}))
-    elif entries:
+        document: dict[str, object] = {"topic": args.topic, "partitions": partitions}
+        if skipped:  # partitions left alone as configs unknown: {tp: why}
+            document["skipped"] = {str(tp): CONFIGS_UNKNOWN for tp in skipped}
+        print(json_line(document))
+        return EXIT_OK
+    _print_skipped(skipped)
+    if entries:
         print_table(status_rows(entries), STATUS_HEADER, sys.stdout)
     else:
         print(f"No compacted partitions: {nothing}.")

@@ -49,8 +49,10 @@ from __future__ import annotations
 
 import argparse
 import base64
+import itertools
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING, Any
 
 from seglog.cli.common import (
@@ -62,9 +64,9 @@ from seglog.cli.common import (
     positive_int,
 )
 from seglog.engine.compactor import copy_store, iter_compacted_records
-from seglog.engine.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, ConsumedRecord, Log
+from seglog.engine.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
+from seglog.engine.record_scan import ConsumedRecord, SkippedRange
 from seglog.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicError
-from seglog.format.reader import read_batches
 from seglog.format.records import Header
 from seglog.format.topic_names import validate_topic_name
 
@@ -153,6 +155,12 @@ def register(subparsers: Subparsers) -> None:
         action="store_true",
         help="read the compacted copy up to its horizon, then the log after it "
         "(see 'seglog compact')",
+    )
+    parser.add_argument(
+        "--skip-corrupt",
+        action="store_true",
+        help="read on past damaged bytes, reporting each skipped range on stderr (default: "
+        "stop with an error naming the file, position and offset)",
     )
     parser.set_defaults(handler=run)
 
@@ -244,42 +252,46 @@ def start_offset(
     return offset
 
 
-def read_partition(log: Log, first: int, end: int, limit: int | None) -> Iterator[ConsumedRecord]:
+def read_partition(
+    log: Log, first: int, end: int, limit: int | None, scan: ScanOptions | None = None
+) -> Iterator[ConsumedRecord]:
     """Records of ``log`` from ``first`` up to ``end`` (exclusive), at most ``limit``.
 
-    Reads whole batches with :meth:`Log.read` and decodes each batch once. (``Log.read_records``
-    decodes every batch of its fetch on every call, so paging through a log 500 records at a
-    time re-decodes a large batch hundreds of times.)
+    Reads through :meth:`Log.iter_records`, which decodes each batch once and never stops
+    silently at damage: it raises ``CorruptRecordError`` (or, with ``scan.skip_corrupt``,
+    reports the skipped range and reads on).
     """
-    offset = first
-    count = 0
-    while offset < end:
-        fetched = log.read(offset, FETCH_MAX_BYTES)
-        batches, _ = read_batches(fetched.data)
-        if not batches:
-            return
-        for batch in batches:
-            if not batch.is_control:
-                timestamp_type = batch.timestamp_type
-                for record in batch.records():
-                    if record.offset < offset:
-                        continue  # before the start, in the first batch
-                    if record.offset >= end or (limit is not None and count >= limit):
-                        return
-                    count += 1
-                    yield ConsumedRecord(
-                        record.offset,
-                        batch.reported_timestamp(record),
-                        timestamp_type,
-                        record.key,
-                        record.value,
-                        record.headers,
-                    )
-            offset = max(offset, batch.last_offset + 1)
+    if limit == 0:
+        return
+    scan = scan or ScanOptions()
+    records = log.iter_records(
+        first,
+        end,
+        max_bytes=FETCH_MAX_BYTES,
+        skip_corrupt=scan.skip_corrupt,
+        on_skip=scan.on_skip,
+        check_gaps=scan.check_gaps,
+    )
+    yield from itertools.islice(records, limit)
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOptions:
+    """How a partition is read: past damage or not, and whether offsets must be gap-free."""
+
+    skip_corrupt: bool = False
+    check_gaps: bool = False
+    on_skip: Callable[[SkippedRange], None] | None = None
+
+
+def report_skipped(skipped: SkippedRange) -> None:
+    """``--skip-corrupt``: one line on stderr per range read past."""
+    sys.stdout.flush()
+    print(f"WARNING: {skipped.describe()}", file=sys.stderr, flush=True)
 
 
 def read_compacted_partition(
-    log: Log, first: int, end: int, limit: int | None
+    log: Log, first: int, end: int, limit: int | None, scan: ScanOptions | None = None
 ) -> Iterator[ConsumedRecord]:
     """What a read-compacted reader sees of ``log`` from ``first`` up to ``end``
     (exclusive), at most ``limit`` records: the compacted copy up to its horizon, then the
@@ -287,7 +299,10 @@ def read_compacted_partition(
     if limit == 0:
         return
     count = 0
-    records = iter_compacted_records(log, first, end)
+    scan = scan or ScanOptions()
+    records = iter_compacted_records(
+        log, first, end, skip_corrupt=scan.skip_corrupt, on_skip=scan.on_skip
+    )
     try:
         for record in records:
             yield record
@@ -316,8 +331,34 @@ def run(args: argparse.Namespace) -> int:
     null_marker = args.null_value.encode("utf-8", "surrogateescape")
     is_json = args.format == "json"
     out = _binary_stdout()
+    counted = _Count()
+    try:
+        _consume(args, out, separator, null_marker, is_json, counted)
+    finally:
+        # Kafka's closing line, also when the read stopped at damage (the error follows it);
+        # not when the command failed before reading (a wrong path or topic).
+        if counted.is_reading:
+            print(f"Processed a total of {counted.records} messages", file=sys.stderr)
+    return EXIT_OK
+
+
+@dataclass(slots=True)
+class _Count:
+    records: int = 0
+    is_reading: bool = False
+
+
+def _consume(
+    args: argparse.Namespace,
+    out: IO[bytes],
+    separator: bytes,
+    null_marker: bytes,
+    is_json: bool,
+    counted: _Count,
+) -> None:
     total = 0
     with open_manager(args) as manager:
+        checkpoints = manager.cleaner_checkpoints()
         if args.partition is None:
             partitions = manager.partitions_of(args.topic)
             if not partitions:
@@ -334,8 +375,19 @@ def run(args: argparse.Namespace) -> int:
             if limit == 0:
                 break
             reader = read_compacted_partition if args.read_compacted else read_partition
-            for record in reader(log, first, end, limit):
+            scan = ScanOptions(
+                skip_corrupt=args.skip_corrupt,
+                # A log never compacted has contiguous offsets: a gap there is damage. A
+                # broker's topic whose configs are unknown may have been compacted there.
+                check_gaps=manager.is_config_known(args.topic)
+                and not log.config.is_compacted
+                and (args.topic, partition) not in checkpoints,
+                on_skip=report_skipped,
+            )
+            counted.is_reading = True
+            for record in reader(log, first, end, limit, scan):
                 total += 1
+                counted.records = total
                 if is_json:
                     line = json_line(record_json(args.topic, partition, record)).encode()
                     out.write(line + b"\n")
@@ -347,5 +399,3 @@ def run(args: argparse.Namespace) -> int:
                 else:
                     out.write(value + b"\n")
         out.flush()
-    print(f"Processed a total of {total} messages", file=sys.stderr)
-    return EXIT_OK

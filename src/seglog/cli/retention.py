@@ -22,17 +22,23 @@ rolled or renamed and no checkpoint, lock or clean-shutdown marker is written.
 
 Deleted segments' files are renamed ``*.deleted`` (Kafka's two-step deletion). A running
 manager unlinks them after ``file.delete.delay.ms``; this one-shot command exits before that,
-so they stay on disk until the next command opens the data dir, which removes them.
+so they stay on disk until the next command opens the data dir, which removes them. With
+``file.delete.delay.ms=0`` they are unlinked at once: none is left when the command returns.
 
 ``--json`` prints one object on one line::
 
     {"dry_run": false,
      "deleted": [{"topic": "t", "partition": 0, "base_offset": 0, "size_bytes": 4021,
                   "rule": "retention.ms", "reason": "largest timestamp ... over retention.ms"}],
-     "log_start_offsets": {"t-0": 120}}
+     "log_start_offsets": {"t-0": 120},
+     "skipped": {"legacy-0": "configs unknown: set them with topics alter"}}
 
 ``log_start_offsets`` holds the new log start offset of each partition that lost segments
-(with ``--dry-run``: what it would become).
+(with ``--dry-run``: what it would become). ``skipped`` (present only when not empty) lists
+the partitions retention leaves alone because their topic's configs are unknown (a broker's
+topic with no metadata saying its cleanup policy, see :mod:`seglog.engine.topic_catalogue`);
+the table prints them as
+``SKIPPED <partition>: configs unknown: set them with topics alter``.
 
 ``--once`` is required: without it the command is an error, because a long-running loop
 (retention, flushes, file deletion on a timer) belongs to the scheduler command ``seglog
@@ -57,6 +63,7 @@ from seglog.cli.common import (
     print_table,
 )
 from seglog.core.retention import RetentionPlan
+from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN
 from seglog.format.topic_names import TopicPartition
 
 if TYPE_CHECKING:
@@ -106,8 +113,14 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def summary_line(results: list[tuple[TopicPartition, RetentionPlan]], *, dry_run: bool) -> str:
-    """The last line: how many segments and bytes from how many partitions."""
+def summary_line(
+    results: list[tuple[TopicPartition, RetentionPlan]],
+    *,
+    dry_run: bool,
+    files_left: bool = True,
+) -> str:
+    """The last line: how many segments and bytes from how many partitions (``files_left``:
+    some deleted segment's files wait as ``*.deleted``, i.e. its ``file.delete.delay.ms`` > 0)."""
     segments = sum(len(plan.deletions) for _, plan in results)
     size = sum(plan.size_bytes for _, plan in results)
     what = (
@@ -115,12 +128,17 @@ def summary_line(results: list[tuple[TopicPartition, RetentionPlan]], *, dry_run
     )
     if dry_run:
         return f"Would delete {what}; nothing was changed (--dry-run)."
-    if segments == 0:
+    if segments == 0 or not files_left:
         return f"Deleted {what}."
     return f"Deleted {what}; their files are renamed *.deleted until the next open removes them."
 
 
-def as_json(results: list[tuple[TopicPartition, RetentionPlan]], *, dry_run: bool) -> Any:
+def as_json(
+    results: list[tuple[TopicPartition, RetentionPlan]],
+    *,
+    dry_run: bool,
+    skipped: list[TopicPartition] = (),  # type: ignore[assignment]
+) -> Any:
     """The ``--json`` document (see the module docstring)."""
     deleted = [
         {
@@ -139,7 +157,12 @@ def as_json(results: list[tuple[TopicPartition, RetentionPlan]], *, dry_run: boo
         for tp, plan in results
         if plan.new_log_start_offset is not None
     }
-    return {"dry_run": dry_run, "deleted": deleted, "log_start_offsets": starts}
+    return {
+        "dry_run": dry_run,
+        "deleted": deleted,
+        "log_start_offsets": starts,
+        **({"skipped": {str(tp): CONFIGS_UNKNOWN for tp in skipped}} if skipped else {}),
+    }
 
 
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -152,17 +175,27 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             "retention deletes segments, which a --read-only open cannot do: add --dry-run "
             "to see what it would delete",
         )
+    files_left = False
     if args.dry_run:
         # Read-only: a dry run must not write even the lock, checkpoints or the marker.
         read_only_args = argparse.Namespace(**{**vars(args), "command_read_only": True})
         with open_manager(read_only_args) as manager:
             results = manager.run_retention(dry_run=True)
+            skipped = manager.unknown_config_partitions()
     else:
         with open_manager(args, writes=True) as manager, deferred_interrupts():
             results = manager.run_retention()
+            skipped = manager.unknown_config_partitions()
+            files_left = any(
+                manager.get_log(tp.topic, tp.partition).config.file_delete_delay_ms > 0
+                for tp, plan in results
+                if plan.deletions
+            )
     if args.json:
-        print(json_line(as_json(results, dry_run=args.dry_run)))
+        print(json_line(as_json(results, dry_run=args.dry_run, skipped=skipped)))
         return EXIT_OK
+    for tp in skipped:
+        print(f"SKIPPED {tp}: {CONFIGS_UNKNOWN}")
     rows: list[tuple[object, ...]] = []
     for tp, plan in results:
         for d in plan.deletions:
@@ -171,5 +204,5 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if rows:
         header = ("PARTITION", "BASE_OFFSET", "SIZE_BYTES", "RULE")
         print_table(rows, (*header, "REASON") if args.verbose else header, sys.stdout)
-    print(summary_line(results, dry_run=args.dry_run))
+    print(summary_line(results, dry_run=args.dry_run, files_left=files_left))
     return EXIT_OK

@@ -20,7 +20,17 @@ JSON shapes (one object on one line):
 * describe: ``{"name", "topic_id", "overrides": {..}, "config": {..}, "partitions":
   [{"partition", "directory", "log_start_offset", "log_end_offset", "high_watermark",
   "recovery_point", "size_bytes", "segments": [{"base_offset", "size_bytes",
-  "offset_index_entries", "time_index_entries", "max_timestamp"}]}]}``
+  "offset_index_entries", "time_index_entries", "max_timestamp"}]}], "sources": {key:
+  source}, "configs_known": bool}``
+
+``describe`` prints ``Configs:`` as kafka-topics.sh does (the topic-level configs: seglog's
+overrides, the broker metadata's topic configs, Kafka's internal-topic configs), then every
+config with its source (kafka-configs.sh's DYNAMIC_TOPIC_CONFIG, DYNAMIC_BROKER_CONFIG,
+DYNAMIC_DEFAULT_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, and seglog's
+SEGLOG_TOPIC_OVERRIDE and INTERNAL_TOPIC_CONFIG; precedence in
+:mod:`seglog.engine.topic_catalogue`). A topic whose configs are unknown says
+``configs unknown: set them with topics alter``. The topic id is seglog's, the metadata
+image's, or the one in the partition's ``partition.metadata``.
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ from seglog.cli.common import (
     print_table,
 )
 from seglog.engine.log_manager import TopicDescription
+from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN
 from seglog.errors import InvalidConfigError
 from seglog.format.topic_names import validate_topic_name
 
@@ -205,11 +216,31 @@ def run_describe(args: argparse.Namespace) -> int:
 
 def _print_description(description: TopicDescription) -> None:
     out = sys.stdout
-    configs = ",".join(f"{k}={v}" for k, v in sorted(description.overrides.items()))
+    topic_level = {"SEGLOG_TOPIC_OVERRIDE", "DYNAMIC_TOPIC_CONFIG", "INTERNAL_TOPIC_CONFIG"}
+    configs = ",".join(
+        f"{k}={v}"
+        for k, v in sorted(description.config.items())
+        if description.sources.get(k) in topic_level
+    )
     out.write(
         f"Topic: {description.name}\tTopicId: {description.topic_id or '-'}\t"
-        f"PartitionCount: {len(description.partitions)}\tConfigs: {configs}\n\n"
+        f"PartitionCount: {len(description.partitions)}\tConfigs: {configs}\n"
     )
+    if not description.configs_known:
+        out.write(
+            f"Note: {CONFIGS_UNKNOWN} (retention, the cleaner and compaction leave this "
+            "topic alone until its cleanup.policy is set)\n"
+        )
+    out.write("\n")
+    print_table(
+        [
+            (key, value, description.sources.get(key, "-"))
+            for key, value in sorted(description.config.items())
+        ],
+        ("CONFIG", "VALUE", "SOURCE"),
+        out,
+    )
+    out.write("\n")
     print_table(
         [
             (

@@ -618,6 +618,16 @@ class Cleaner:
             view = memoryview(self._buffer)[:want]  # type: ignore[arg-type]
             got = segment.read_into(position, view)
             self.throttler.maybe_throttle(got)
+            if got < want:
+                # The .log is shorter than the bytes the segment holds (cut under it): the
+                # batch at ``position`` cannot be whole (LogCleanerTest.
+                # testCorruptMessageSizeLargerThanBytesAvailable expects a corrupt record).
+                raise CorruptRecordError(
+                    f"the file ends {got} bytes after this batch boundary, before the "
+                    f"segment's end at position {size}: a batch is larger than the bytes left",
+                    position=position,
+                    path=str(segment.log_path),
+                )
             chunk = self._buffer[:got]
             columns = scan_columns(
                 chunk, verify_crc=True, base_position=position, use_numba=self.use_numba

@@ -59,7 +59,8 @@ from seglog.engine.cleaner import (
     RecordFilter,
     never_done,
 )
-from seglog.engine.log import ConsumedRecord, Log
+from seglog.engine.log import Log
+from seglog.engine.record_scan import ConsumedRecord, SkippedRange
 from seglog.errors import SeglogError, UnreadableFileError
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.atomic import fsync_directory
@@ -366,15 +367,27 @@ class _CopyWriter:
 
 # --- read-compacted readers ------------------------------------------------------------------
 def iter_compacted_records(
-    log: Log, offset: int, end_offset: int | None = None
+    log: Log,
+    offset: int,
+    end_offset: int | None = None,
+    *,
+    skip_corrupt: bool = False,
+    on_skip: Callable[[SkippedRange], None] | None = None,
 ) -> Iterator[ConsumedRecord]:
     """Records from ``offset`` as a read-compacted reader sees them: the published copy's
-    records up to its horizon, then the log's records after it (module docstring)."""
+    records up to its horizon, then the log's records after it (module docstring).
+
+    Damage raises ``CorruptRecordError`` naming the file and position, in the copy as in the
+    log; ``skip_corrupt`` / ``on_skip`` apply to the log's part (see :meth:`Log.iter_records`:
+    a damaged copy is never read past, since the copy can always be rebuilt from the log).
+    """
     end = log.log_end_offset if end_offset is None else min(end_offset, log.log_end_offset)
     store = copy_store(log)
     opened = open_published(store, log)
     if opened is None:
-        yield from log.iter_records(max(offset, log.log_start_offset), end)
+        yield from log.iter_records(
+            max(offset, log.log_start_offset), end, skip_corrupt=skip_corrupt, on_skip=on_skip
+        )
         return
     publication, segments = opened
     position = offset
@@ -407,7 +420,7 @@ def iter_compacted_records(
             segment.close()
     tail_start = max(offset, publication.horizon + 1, log.log_start_offset)
     if tail_start < end:
-        yield from log.iter_records(tail_start, end)
+        yield from log.iter_records(tail_start, end, skip_corrupt=skip_corrupt, on_skip=on_skip)
 
 
 def open_published(

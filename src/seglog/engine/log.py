@@ -53,23 +53,21 @@ from seglog.core.roll import (
     draw_roll_jitter_ms,
     roll_reason,
 )
+from seglog.engine.record_scan import ConsumedRecord, RecordScan, SkippedRange
 from seglog.errors import (
-    CorruptRecordError,
     InvalidConfigError,
     InvalidRecordError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     UnreadableFileError,
 )
-from seglog.format.batch import MAGIC_V2
 from seglog.format.builder import BatchBuilder
 from seglog.format.checkpoint import (
     EpochEntry,
 )
 from seglog.format.compression import CompressionType
 from seglog.format.names import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX
-from seglog.format.reader import Batch, BatchReader, EndKind
-from seglog.format.records import Header, TimestampType
+from seglog.format.records import Header
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.atomic import fsync_directory
 from seglog.storage.loader import LoadedLog, LoadReport, SegmentSettings, load_partition_dir
@@ -120,18 +118,6 @@ class OffsetAndTimestamp:
     offset: int
     timestamp: int
     leader_epoch: int = LEADER_EPOCH
-
-
-@dataclass(frozen=True, slots=True)
-class ConsumedRecord:
-    """One record as a consumer sees it."""
-
-    offset: int
-    timestamp: int
-    timestamp_type: TimestampType
-    key: bytes | None
-    value: bytes | None
-    headers: tuple[Header, ...]
 
 
 def _delete_now(segment: LogSegment) -> None:
@@ -186,6 +172,8 @@ class Log:
         self._closed = False
         self._epochs = self._load_epochs()
         self.active_segment.roll_jitter_ms = self._draw_jitter()
+        if writable:  # a new log's first segment (Kafka preallocates it at load too)
+            self.active_segment.preallocate(config.init_file_size)
 
     @classmethod
     def open(
@@ -485,6 +473,7 @@ class Log:
             roll_jitter_ms=self._draw_jitter(),
         )
         segment.make_active()
+        segment.preallocate(self.config.init_file_size)
         return segment
 
     def _publish(self, segments: tuple[LogSegment, ...]) -> None:
@@ -568,14 +557,31 @@ class Log:
         *,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
         read_compacted: bool = False,
+        skip_corrupt: bool = False,
+        on_skip: Callable[[SkippedRange], None] | None = None,
+        check_gaps: bool = False,
     ) -> Iterator[ConsumedRecord]:
         """Data records from ``offset`` up to ``end_offset`` (default: LEO when called), lazily.
 
-        Each fetched batch is decoded once; control batches are skipped. Reads go through
-        :meth:`read`, so an offset below the log start raises ``OffsetOutOfRangeError``.
-        With ``read_compacted`` the records are what a read-compacted reader sees: the
-        published compacted copy up to its horizon, then this log after it
-        (:func:`seglog.engine.compactor.iter_compacted_records`).
+        Each batch is decoded once; control batches are skipped. An offset below the log
+        start raises ``OffsetOutOfRangeError``. With ``read_compacted`` the records are what a
+        read-compacted reader sees: the published compacted copy up to its horizon, then this
+        log after it (:func:`seglog.engine.compactor.iter_compacted_records`).
+
+        **No silent stops.** Damage met on the way raises ``CorruptRecordError`` naming the
+        file, the position and the offset being read, after every record before it has been
+        yielded: a corrupt or torn batch, a batch whose offsets lie outside its segment or go
+        backwards, a ``partitionLeaderEpoch`` below -1 or below the previous batch's (epochs
+        never go down in a log). With ``check_gaps`` (for a log that was never compacted,
+        where offsets are contiguous) a batch that does not start right after the previous
+        one is damage too (a base offset is outside the CRC). What cannot be seen: a damaged
+        base offset that still fits between its neighbours in a compacted log, or a raised
+        epoch on the very last batch read.
+
+        With ``skip_corrupt`` the read goes on past damage instead: it resumes at the next
+        whole, CRC-valid batch of the segment holding offsets above the ones read (or at
+        the next segment), and calls ``on_skip`` with a :class:`SkippedRange` for each
+        range passed over.
         """
         if read_compacted:
             from seglog.engine.compactor import iter_compacted_records  # it imports this module
@@ -583,82 +589,24 @@ class Log:
             yield from iter_compacted_records(self, offset, end_offset)
             return
         end = self.log_end_offset if end_offset is None else min(end_offset, self.log_end_offset)
-        position = offset
-        while position < end:
-            segments, bases = self._segments, self._bases
-            start = self.log_start_offset
-            if position < start:
-                raise OffsetOutOfRangeError(
-                    f"offset {position} is outside [{start}, {self.log_end_offset}] of "
-                    f"{self.topic_partition}"
-                )
-            found = self._read_slice(segments, bases, position, max_bytes, True)
-            if found is None:
-                return
-            segment, fetched = found
-            index = bisect.bisect_left(bases, segment.base_offset)
-            next_base = bases[index + 1] if index + 1 < len(bases) else None
-            advanced = False
-            reader = BatchReader(fetched.data, base_position=fetched.position)
-            for batch in reader:
-                advanced = True
-                self._check_batch_offsets(segment, next_base, batch)
-                position = max(position, batch.last_offset + 1)
-                if batch.is_control:
-                    continue
-                for record in batch.records():
-                    if record.offset >= end:
-                        return
-                    if record.offset < offset:
-                        continue
-                    yield ConsumedRecord(
-                        record.offset,
-                        batch.reported_timestamp(record),
-                        batch.timestamp_type,
-                        record.key,
-                        record.value,
-                        record.headers,
-                    )
-            ending = reader.end
-            fetched_to = fetched.position + len(fetched.data)
-            if ending is not None and (
-                ending.kind is EndKind.CORRUPT
-                or (
-                    ending.kind is EndKind.TORN_TAIL
-                    and (not advanced or fetched_to >= segment.size)
-                )
-            ):
-                # Damage inside the log (a closed segment's middle, or a batch cut short) is
-                # never skipped: stopping here would return a silently shortened log. A torn
-                # batch at the end of the readable bytes is damage too (appends only ever
-                # make whole batches readable), not a fetch cut by ``max_bytes``.
-                raise CorruptRecordError(
-                    f"{ending.reason} (reading offset {position} of {self.topic_partition})",
-                    position=ending.position,
-                    path=str(segment.log_path),
-                )
-            if not advanced:
-                return
-
-    def _check_batch_offsets(
-        self, segment: LogSegment, next_base: int | None, batch: Batch
-    ) -> None:
-        """A batch read from ``segment`` must hold offsets of that segment: from its base offset
-        (v2) to below the next segment's base, and (the active segment) not start past LEO.
-        The base offset is outside the CRC, so a damaged one is caught only here."""
-        if next_base is not None:
-            is_inside = batch.last_offset < next_base
-        else:
-            is_inside = batch.base_offset <= self.log_end_offset  # re-read: appends race
-        if is_inside and (batch.magic != MAGIC_V2 or batch.base_offset >= segment.base_offset):
+        if offset >= end:
             return
-        raise CorruptRecordError(
-            f"batch holds offsets {batch.base_offset}-{batch.last_offset}, outside segment "
-            f"[{segment.base_offset}, {'LEO' if next_base is None else next_base}) of "
-            f"{self.topic_partition}",
-            position=batch.position,
-            path=str(segment.log_path),
+        start = self.log_start_offset
+        if offset < start:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{start}, {self.log_end_offset}] of "
+                f"{self.topic_partition}"
+            )
+        scan = RecordScan(
+            self,
+            offset,
+            end,
+            max_bytes,
+            skip_corrupt=skip_corrupt,
+            on_skip=on_skip,
+            check_gaps=check_gaps,
         )
+        yield from scan.records()
 
     def read_records(
         self,
@@ -745,7 +693,7 @@ class Log:
                 self.log_start_offset = offset
                 self._publish(tuple(keep))
             tail = keep[-1]
-            removed += tail.truncate_to(offset)
+            removed += tail.truncate_to(offset, self.clock.now_ms())
             tail.make_active()
             self.log_end_offset = offset
             self.log_start_offset = min(self.log_start_offset, offset)

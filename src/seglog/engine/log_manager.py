@@ -23,6 +23,13 @@ Topic operations, each crash-safe by its order of steps:
 Shutdown: flush and close every log, write the checkpoints, then ``.kafka_cleanshutdown`` in
 each root, then release the locks.
 
+Topic configs are resolved by :mod:`seglog.engine.topic_catalogue` (seglog's overrides over
+the KRaft metadata image of the log directories, read-only, over the broker config). A topic
+whose configs cannot be known is opened and readable but never retained, cleaned or compacted
+until its ``cleanup.policy`` is set with ``alter``; topics found on disk (a broker's) can be
+altered and deleted like those seglog created, their overrides kept in ``seglog-topics.json``
+only. ``__cluster_metadata`` is never opened.
+
 A ``read_only`` manager never writes, renames or deletes anything (no lock either): it is how
 seglog opens a directory a broker owns, or the corpus.
 """
@@ -50,12 +57,20 @@ from seglog.engine.compactor import (
     copy_store,
     read_compacted_records,
 )
-from seglog.engine.log import ConsumedRecord, Log
+from seglog.engine.log import Log
 from seglog.engine.log_cleaner import CleanPlan, CleanResult, LogCleaner, per_thread_map_bytes
 from seglog.engine.metrics import RetentionCounters
 from seglog.engine.progress import ProgressCallback
+from seglog.engine.record_scan import ConsumedRecord
 from seglog.engine.run_history import RunHistory
 from seglog.engine.scheduler import Scheduler
+from seglog.engine.topic_catalogue import (
+    CONFIGS_UNKNOWN,
+    ResolvedTopic,
+    TopicCatalogue,
+    check_not_metadata_topic,
+    describe_sources,
+)
 from seglog.errors import (
     CorruptCheckpointError,
     InvalidConfigError,
@@ -81,6 +96,7 @@ from seglog.format.topic_names import (
     validate_topic_name,
 )
 from seglog.storage.compacted_copy import CompactionStatus
+from seglog.storage.kraft_image import read_metadata_image
 from seglog.storage.loader import LoadReport
 from seglog.storage.log_dir import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -94,6 +110,7 @@ from seglog.storage.log_dir import (
 from seglog.storage.partition_dirs import (
     create_partition_dir,
     list_partition_dirs,
+    read_partition_topic_id,
     remove_partition_dir,
     rename_partition_dir,
 )
@@ -139,13 +156,17 @@ class PartitionInfo:
 
 @dataclass(frozen=True, slots=True)
 class TopicDescription:
-    """A topic: id, overrides, effective config and partitions."""
+    """A topic: id, overrides, effective config and partitions; ``sources`` names where each
+    config came from (see :mod:`seglog.engine.topic_catalogue`); ``configs_known`` False: seglog
+    leaves the topic alone until its cleanup.policy is set."""
 
     name: str
     topic_id: str
     overrides: dict[str, str]
     config: dict[str, str]
     partitions: tuple[PartitionInfo, ...]
+    sources: dict[str, str] = field(default_factory=dict)
+    configs_known: bool = True
 
 
 @dataclass(slots=True)
@@ -185,6 +206,8 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._log_root: dict[TopicPartition, int] = {}
         self._topics = TopicsFile()
+        self.catalogue = TopicCatalogue(broker, None, broker.node_id)
+        self._known: dict[str, bool] = {}  # topic -> configs known (cleared on every change)
         self.load_reports: list[LoadReport] = []
         self.metadata_problems: list[str] = []  # damaged topic-metadata copies that were skipped
         self.meta: MetaProperties | None = None
@@ -198,7 +221,7 @@ class LogManager:
         self._pending_file_deletes: set[LogSegment] = set()
         self.cleaner_manager = CleanerManager(
             {root.directory.path: root.directory for root in self._roots},
-            lambda: dict(self._logs),
+            self.managed_logs,
             clock=self.clock,
             writable=not read_only,
             backoff_ms=broker.log_cleaner_backoff_ms,
@@ -279,6 +302,7 @@ class LogManager:
             raise damaged[0]
         self.metadata_problems = [str(exc) for exc in damaged]
         self._topics = newest or TopicsFile()
+        self._load_metadata_image()
         if self._progress is not None:
             self._progress_total = sum(
                 1
@@ -316,6 +340,24 @@ class LogManager:
                 )
                 root.directory.write_meta_properties(meta, self.clock.now_ms())
             self.meta = self.meta or meta
+
+    def _load_metadata_image(self) -> None:
+        """Read the KRaft metadata image (the first root holding one), read-only. A damaged
+        image is reported and ignored: its topics then count as configs unknown (left alone),
+        never as seglog's defaults."""
+        node_id = self.broker.node_id
+        if self.meta is not None and self.meta.node_id is not None:
+            node_id = self.meta.node_id
+        for root in self._roots:
+            try:
+                image = read_metadata_image(root.directory.path)
+            except SeglogError as exc:
+                self.metadata_problems.append(f"KRaft metadata not used: {exc}")
+                continue
+            if image is not None:
+                self.catalogue = TopicCatalogue(self.broker, image, node_id)
+                return
+        self.catalogue = TopicCatalogue(self.broker, None, node_id)
 
     def _load_root(self, index: int, root: _Root) -> None:
         directory = root.directory
@@ -362,6 +404,8 @@ class LogManager:
             if meta.deleting:
                 self._finish_delete(name, remove_now=True)  # no reader yet: see below
                 continue
+            if meta.discovered:
+                continue  # a broker's topic: its partitions are those on disk
             for partition in range(meta.partitions):
                 if TopicPartition(name, partition) not in self._logs:
                     self._create_partition(TopicPartition(name, partition), meta.topic_id)
@@ -420,19 +464,61 @@ class LogManager:
 
     # --- configs --------------------------------------------------------------------------------
     def log_config(self, topic: str, overrides: Mapping[str, str] | None = None) -> LogConfig:
-        """The effective config of a topic: its overrides over the broker defaults."""
-        if overrides is None:
-            meta = self._topics.topics.get(topic)
-            stored = meta.configs if meta else {}
-            try:
-                return LogConfig.from_overrides(stored, self.broker.log_defaults)
-            except InvalidConfigError as exc:
-                # Stored overrides were valid when written: the metadata file is damaged.
-                raise InvalidConfigError(
-                    f"the topic metadata ({TOPICS_FILE} in the log directories) holds a config "
-                    f"of topic {topic!r} that is not valid, so the file is damaged: {exc}"
-                ) from exc
-        return LogConfig.from_overrides(overrides, self.broker.log_defaults)
+        """The effective config of a topic (see :mod:`seglog.engine.topic_catalogue`);
+        ``overrides`` in place of seglog's stored ones (to validate a change)."""
+        return self.resolve_topic(topic, overrides).config
+
+    def resolve_topic(
+        self, topic: str, overrides: Mapping[str, str] | None = None
+    ) -> ResolvedTopic:
+        """A topic's config, sources, id and whether its configs are known."""
+        meta = self._topics.topics.get(topic)
+        disk_id = None
+        if meta is None or not meta.topic_id:
+            disk_id = self._disk_topic_id(topic)  # used when the metadata image has no id
+        if overrides is not None:
+            return self.catalogue.resolve(topic, meta, disk_topic_id=disk_id, overrides=overrides)
+        try:
+            return self.catalogue.resolve(topic, meta, disk_topic_id=disk_id)
+        except InvalidConfigError as exc:
+            if meta is None or not meta.configs:
+                raise
+            # Stored overrides were valid when written: the metadata file is damaged.
+            raise InvalidConfigError(
+                f"the topic metadata ({TOPICS_FILE} in the log directories) holds a config "
+                f"of topic {topic!r} that is not valid, so the file is damaged: {exc}"
+            ) from exc
+
+    def _disk_topic_id(self, topic: str) -> str | None:
+        """The id in the ``partition.metadata`` of the topic's first partition on disk."""
+        for tp in sorted(self._logs):
+            if tp.topic == topic:
+                try:
+                    return read_partition_topic_id(self._logs[tp].directory)
+                except SeglogError:
+                    return None  # describe still works; verify reports the damaged file
+        return None
+
+    def is_config_known(self, topic: str) -> bool:
+        """Whether seglog may act on the topic's cleanup policy (see the module docstring)."""
+        known = self._known.get(topic)
+        if known is None:
+            known = self.resolve_topic(topic).is_known
+            self._known[topic] = known
+        return known
+
+    def managed_logs(self) -> dict[TopicPartition, Log]:
+        """Every open log whose configs are known: those retention, the cleaner and the
+        compaction triggers act on."""
+        return {tp: log for tp, log in list(self._logs.items()) if self.is_config_known(tp.topic)}
+
+    def unknown_config_partitions(self) -> list[TopicPartition]:
+        """Partitions left alone because their topic's configs are unknown."""
+        return sorted(tp for tp in list(self._logs) if not self.is_config_known(tp.topic))
+
+    def _check_config_known(self, topic: str, action: str) -> None:
+        if not self.is_config_known(topic):
+            raise InvalidConfigError(f"cannot {action} topic {topic!r}: {CONFIGS_UNKNOWN}")
 
     # --- topics ---------------------------------------------------------------------------------
     def _check_writable(self) -> None:
@@ -442,6 +528,7 @@ class LogManager:
             raise InvalidConfigError("the log manager is closed")
 
     def _write_topics(self) -> None:
+        self._known.clear()
         self._topics.generation += 1
         for root in self._roots:
             root.directory.write_topics(self._topics)
@@ -498,10 +585,10 @@ class LogManager:
         """Delete a topic; returns the renamed ``-delete`` directories (removed later)."""
         with self._lock:
             self._check_writable()
-            meta = self._topics.topics.get(name)
-            if meta is None:
-                raise UnknownTopicError(f"topic {name!r} does not exist")
+            check_not_metadata_topic(name, "delete")
+            meta = self._topics.topics.get(name) or self._discovered_metadata(name)
             meta.deleting = True
+            self._topics.topics[name] = meta  # a crash from here on finishes the delete
             self._write_topics()
             return self._finish_delete(name)
 
@@ -547,15 +634,15 @@ class LogManager:
         """Set (and remove) config overrides of a topic; its logs use them at once."""
         with self._lock:
             self._check_writable()
-            meta = self._topics.topics.get(name)
-            if meta is None:
-                raise UnknownTopicError(f"topic {name!r} does not exist")
+            check_not_metadata_topic(name, "alter")
+            meta = self._topics.topics.get(name) or self._discovered_metadata(name)
             overrides = dict(meta.configs)
             overrides.update(configs)
             for key in remove:
                 overrides.pop(key, None)
             config = self.log_config(name, overrides)
             meta.configs = overrides
+            self._topics.topics[name] = meta
             self._write_topics()
             for tp, log in self._logs.items():
                 if tp.topic == name:
@@ -563,6 +650,14 @@ class LogManager:
                         self.cleaner_manager.abort_cleaning(tp)
                     log.config = config
             return config
+
+    def _discovered_metadata(self, name: str) -> TopicMetadata:
+        """seglog's (not yet stored) record of a topic found on disk, e.g. a broker's."""
+        partitions = self.partitions_of(name)
+        if not partitions:
+            raise UnknownTopicError(f"topic {name!r} does not exist")
+        topic_id = self.resolve_topic(name).topic_id
+        return TopicMetadata(name, max(partitions) + 1, topic_id, {}, discovered=True)
 
     def topic_names(self) -> list[str]:
         """Every topic: those in the metadata and those found on disk (e.g. a broker's)."""
@@ -594,7 +689,8 @@ class LogManager:
             raise UnknownTopicError(f"topic {name!r} does not exist")
         meta = self._topics.topics.get(name)
         overrides = dict(meta.configs) if meta else {}
-        config = self.log_config(name, overrides)
+        resolved = self.resolve_topic(name)
+        config = resolved.config
         partitions = []
         for partition in self.partitions_of(name):
             log = self._logs[TopicPartition(name, partition)]
@@ -620,12 +716,16 @@ class LogManager:
                     segments,
                 )
             )
+        properties = config.to_properties()
+        properties.update({key: value for key, (value, _) in resolved.extra.items()})
         return TopicDescription(
             name,
-            meta.topic_id if meta else "",
+            resolved.topic_id,
             overrides,
-            config.to_properties(),
+            properties,
             tuple(partitions),
+            describe_sources(resolved),
+            resolved.is_known,
         )
 
     def describe_log_dirs(self) -> dict[str, object]:
@@ -653,9 +753,17 @@ class LogManager:
 
     # --- retention --------------------------------------------------------------------------
     def _schedule_file_deletion(self, segment: LogSegment) -> None:
-        """Unlink a ``.deleted`` segment after its topic's ``file.delete.delay.ms``."""
+        """Unlink a ``.deleted`` segment after its topic's ``file.delete.delay.ms``.
+
+        With a delay of 0 the files are unlinked here, before the call returns (Kafka's
+        scheduler runs a 0-delay task at once): a one-shot ``seglog retention --once`` or
+        :meth:`run_retention` then leaves no ``.deleted`` file behind.
+        """
         log = self._logs.get(TopicPartition(*_topic_partition_of(segment.directory)))
         delay = (log.config if log else self.broker.log_defaults).file_delete_delay_ms
+        if delay <= 0:
+            segment.delete_files()
+            return
         self._pending_file_deletes.add(segment)
 
         def delete() -> None:
@@ -673,7 +781,7 @@ class LogManager:
         below its log start offset and a ``compact,delete`` log gets its size and time rules.
         """
         results: list[tuple[TopicPartition, RetentionPlan]] = []
-        for tp, log in sorted(self._logs.items()):
+        for tp, log in sorted(self.managed_logs().items()):
             if dry_run or self.read_only:
                 plan = log.plan_retention()
             else:
@@ -727,6 +835,8 @@ class LogManager:
         self._check_writable()
         if topic is not None and topic not in self.topic_names():
             raise UnknownTopicError(f"topic {topic!r} does not exist")
+        if topic is not None:
+            self._check_config_known(topic, "clean")
         return self.log_cleaner.clean_once(topic=topic, progress=progress)
 
     def plan_cleaning(self, *, topic: str | None = None) -> list[CleanPlan]:
@@ -772,10 +882,9 @@ class LogManager:
         """Run the compacted-copy compactor now on a topic (or one partition); a partition
         whose run is already under way raises ``CompactionRunningError``."""
         self._check_writable()
-        return {
-            log.topic_partition: self.compaction.compact(log)
-            for log in self._partitions_of(topic, partition)
-        }
+        logs = self._partitions_of(topic, partition)
+        self._check_config_known(topic, "compact")
+        return {log.topic_partition: self.compaction.compact(log) for log in logs}
 
     def compaction_status(self, topic: str) -> dict[TopicPartition, CompactionStatus]:
         """Per partition: NOT_RUN, RUNNING, SUCCESS or ERROR, with the last run's figures."""
@@ -788,7 +897,7 @@ class LogManager:
         """The scheduler's check: compact every partition whose backlog exceeds its
         ``compaction.threshold.bytes`` (0 = off); returns the partitions compacted."""
         done = []
-        for tp, log in sorted(self._logs.items()):
+        for tp, log in sorted(self.managed_logs().items()):
             try:
                 if self.compaction.maybe_compact(log) is not None:
                     done.append(tp)
@@ -811,6 +920,8 @@ class LogManager:
         log start offset. Every partition is checked before any is changed."""
         self._check_writable()
         logs = {tp: self.get_log(tp.topic, tp.partition) for tp in offsets}
+        for tp in logs:
+            self._check_config_known(tp.topic, "delete records of")
         for tp, log in logs.items():
             if not log.config.has_delete:
                 raise InvalidConfigError(f"delete-records on {tp} needs cleanup.policy with delete")

@@ -35,6 +35,7 @@ from seglog.engine.cleaner_manager import CleaningCandidate
 from seglog.engine.compactor import copy_store
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager
+from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN
 from seglog.errors import SeglogError
 from seglog.format.topic_names import TopicPartition
 
@@ -364,6 +365,9 @@ def gather_report(manager: LogManager, *, now_ms: int | None = None) -> Report:
                 )
             )
         properties = config.to_properties()
+        if not manager.is_config_known(name):
+            # Not seglog's defaults: nothing acts on this topic until its policy is set.
+            properties["cleanup.policy"] = CONFIGS_UNKNOWN
         topics.append(
             TopicReport(
                 name=name,

@@ -19,7 +19,9 @@ Checks and the ``kind`` each reports:
 2. **Offsets.** ``offset-order``: a batch whose first offset is not above the previous
    batch's last offset (across segments too). ``offset-range``: a batch outside
    ``[segment base offset, next segment's base offset)``, or too far above its base for a
-   4-byte relative offset. ``log-end-offset``: the last batch's offset + 1 (the active
+   4-byte relative offset. ``epoch-order``: a v2 batch's partitionLeaderEpoch (outside the
+   CRC) below -1 or below an earlier batch's: a log's epochs never go down, so one of the two
+   is damaged. ``log-end-offset``: the last batch's offset + 1 (the active
    segment's base offset when it is empty) differs from the log end offset.
 3. **Indexes** (spec §7, §8; rules O3-O5 and T3-T6 of ``tests/support/index_oracle.py``).
    ``index-entry``: the ``.index`` entries are not increasing or point past the log
@@ -109,6 +111,7 @@ KIND_CRC = "crc"
 KIND_CORRUPT = "corrupt"
 KIND_TORN_TAIL = "torn-tail"
 KIND_OFFSET_ORDER = "offset-order"
+KIND_EPOCH_ORDER = "epoch-order"
 KIND_OFFSET_RANGE = "offset-range"
 KIND_LOG_END_OFFSET = "log-end-offset"
 KIND_INDEX_ENTRY = "index-entry"
@@ -488,6 +491,7 @@ class _Verifier:
         self.last_clean_ms = last_clean_ms
         self.delete_retention_ms = log.config.delete_retention_ms
         self.previous_last_offset = INT64_MIN  # last offset of the previous batch read
+        self.previous_epoch = -1  # the highest partitionLeaderEpoch read so far
         self.key_hashes: list[UInt64Array] = []  # (n, 2) hashes of keys below the checkpoint
         # The smallest offset map: only its key hash is used (one random key per verify run).
         self.hasher = OffsetMap(2 * 24, 1.0)
@@ -722,11 +726,38 @@ class _Verifier:
         # The offset field (bytes 0-7): a v2 batch's base offset, a legacy entry's last offset.
         first = np.where(batches.magic == MAGIC_V2, batches.base_offset, last)
         self._check_offsets(segment, next_base, positions, first, last)
+        self._check_epochs(segment, batches.magic, batches.partition_leader_epoch, positions, first)
         offset_index.feed(positions, last)
         time_index.feed(batches.base_offset, last, batches.max_timestamp)
         if self.key_checkpoint is not None:
             self._check_keys(segment, columns, batches)
         return int(last[-1])
+
+    def _check_epochs(
+        self,
+        segment: LogSegment,
+        magic: npt.NDArray[np.int8],
+        epochs: npt.NDArray[np.int32],
+        positions: Int64Array,
+        first: Int64Array,
+    ) -> None:
+        """``epoch-order``: a v2 batch's partitionLeaderEpoch (outside the CRC) below -1, or
+        below an earlier batch's (a log's epochs never go down)."""
+        is_v2 = magic == MAGIC_V2
+        stamped = np.where(is_v2, epochs.astype(np.int64), -1)
+        running = np.maximum.accumulate(np.concatenate(([self.previous_epoch], stamped)))
+        earlier = running[:-1]
+        self.previous_epoch = int(running[-1])
+        bad = np.flatnonzero(is_v2 & ((stamped < -1) | ((stamped >= 0) & (stamped < earlier))))
+        for i in bad[: self.problems.room(len(bad))].tolist():
+            self.problems.add(
+                KIND_EPOCH_ORDER,
+                segment.log_path,
+                int(positions[i]),
+                int(first[i]),
+                f"partitionLeaderEpoch {int(stamped[i])} is below -1 or below an earlier "
+                f"batch's {int(earlier[i])} (this batch's or that one's epoch is damaged)",
+            )
 
     def _check_offsets(
         self,

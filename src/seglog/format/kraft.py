@@ -134,6 +134,9 @@ class _Cursor:
         self._pos = end
         return chunk
 
+    def int8(self) -> int:
+        return int.from_bytes(self._take(1), "big", signed=True)
+
     def int16(self) -> int:
         return int(_INT16.unpack(self._take(_INT16.size))[0])
 

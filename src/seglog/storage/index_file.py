@@ -271,6 +271,31 @@ class _IndexFile:
             )
         return None
 
+    def _checked_bytes(self) -> bytes | None:
+        """The bytes Kafka's ``sanityCheck`` reads, or None when there is no file.
+
+        A **live** index (held open for writes by this object: the active segment's,
+        preallocated to ``max_index_bytes``) is checked like Kafka's mmapped index, whose
+        entry count is tracked in memory: its entries (the file's first ``entries`` slots,
+        whatever they hold on disk now) and the file's length; the zero slots after them are
+        free space, not entries (checking them would call every live time index corrupt: a
+        zero timestamp is below the first). Any other file is checked whole, as Kafka checks
+        a file it opens: every slot of it counts as an entry.
+        """
+        self.sync()
+        if not self.persist or not self.path.exists():
+            return None
+        data = fileops.read_bytes(self.path)
+        if self._fd is None:
+            return data
+        if len(data) % self.entry_bytes:
+            raise CorruptIndexError(
+                f"corrupt {self.kind}: found {len(data)} bytes which is not a multiple of "
+                f"{self.entry_bytes}",
+                path=str(self.path),
+            )
+        return data[: len(self._keys) * self.entry_bytes]
+
     def _corrupt(self, reason: str) -> CorruptIndexError:
         return CorruptIndexError(
             reason, position=len(self._keys) * self.entry_bytes, path=str(self.path)
@@ -416,10 +441,11 @@ class OffsetIndexFile(_IndexFile):
         return None
 
     def sanity_check(self) -> None:
-        """Kafka's check of the file on disk (spec §7.5); raises ``CorruptIndexError``."""
-        self.sync()
-        if self.persist and self.path.exists():
-            data = fileops.read_bytes(self.path)
+        """Kafka's check of the file on disk (spec §7.5); raises ``CorruptIndexError``.
+
+        See :meth:`_IndexFile._checked_bytes` for which slots a live index checks."""
+        data = self._checked_bytes()
+        if data is not None:
             sanity_check_offset_index(data, self.base_offset, path=str(self.path))
 
 
@@ -564,8 +590,11 @@ class TimeIndexFile(_IndexFile):
         return None
 
     def sanity_check(self) -> None:
-        """Kafka's check of the file on disk (spec §8.6); raises ``CorruptIndexError``."""
-        self.sync()
-        if self.persist and self.path.exists():
-            data = fileops.read_bytes(self.path)
+        """Kafka's check of the file on disk (spec §8.6, ``TimeIndexTest.testSanityCheck``):
+        the last entry's timestamp is not below the first's, its offset not below the base,
+        and the file is a whole number of entries; raises ``CorruptIndexError``.
+
+        See :meth:`_IndexFile._checked_bytes` for which slots a live index checks."""
+        data = self._checked_bytes()
+        if data is not None:
             sanity_check_time_index(data, self.base_offset, path=str(self.path))

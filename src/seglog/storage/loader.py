@@ -29,6 +29,13 @@ Steps, in order (each says what a crash in the middle leaves for the next start)
    one holding the recovery point to the end is validated batch by batch (CRC, sizes,
    offsets), its indexes rebuilt, and its ``.log`` cut at the first bad byte. When a segment
    was cut, every later segment is removed: their offsets would no longer follow on.
+   A recovered segment whose valid batches pass ``base + 2^31 - 1`` (offset overflow,
+   KAFKA-6264: an old broker let its relative offsets overflow int32) is not cut: the load
+   stops, closes every segment, splits that segment into segments that fit
+   (:mod:`seglog.storage.overflow_split`, crash-safe through the ``.cleaned`` -> ``.swap``
+   protocol of steps 1-2) and starts again; the pieces have no indexes, so they are
+   recovered. A segment whose offsets cannot be split (not increasing, or reaching the next
+   segment's base) is cut as before.
    A segment below that range is recovered only when step 3 distrusted its index (damage to
    a closed segment, after a clean shutdown too); a cut there keeps the later segments, as
    Kafka's loader does. **Records lost** to either are reported in
@@ -73,6 +80,7 @@ from seglog.format.names import (
 )
 from seglog.storage import fileops
 from seglog.storage.atomic import TMP_SUFFIX, fsync_directory
+from seglog.storage.overflow_split import NoOffsetOverflowError, split_overflowed_segment
 from seglog.storage.segment import LogSegment, SegmentRecovery
 
 INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
@@ -128,6 +136,7 @@ class LoadReport:
     dropped_segments: list[int] = field(default_factory=list)
     rebuilt_indexes: list[str] = field(default_factory=list)  # damaged indexes, and why
     lost_ranges: list[LostRange] = field(default_factory=list)  # records lost, see step 4
+    split_segments: list[str] = field(default_factory=list)  # offset overflow splits, step 4
     bytes_read_for_recovery: int = 0
     #: False for a read-only load: the figures are what a writing open would do, nothing of
     #: it happened on disk (truncations, removals and index rebuilds were in memory only).
@@ -157,6 +166,7 @@ class LoadReport:
             parts.append(f"rebuilt {len(self.rebuilt_indexes)} damaged index(es)")
         if self.dropped_segments:
             parts.append(f"dropped {len(self.dropped_segments)} segment(s) after a cut")
+        parts.extend(self.split_segments)
         parts.extend(f"RECORDS LOST: {lost}" for lost in self.lost_ranges)
         return "; ".join(parts)
 
@@ -346,14 +356,26 @@ def _release_all(segments: list[LogSegment]) -> None:
         segment.release_files()
 
 
+class _OffsetOverflow(Exception):
+    """Internal: recovery met a segment whose offsets overflow (the load splits it, retries)."""
+
+    def __init__(self, base_offset: int, next_base: int | None) -> None:
+        super().__init__(base_offset)
+        self.base_offset = base_offset
+        self.next_base = next_base
+
+
 def _recover_from(
     segments: list[LogSegment],
     first: int,
     always: dict[int, int | None],
     report: LoadReport,
+    no_split: frozenset[int] | None = None,
 ) -> list[LogSegment]:
     """Step 4: recover ``segments[first:]`` (plus any base in ``always``, mapped to the highest
-    offset its distrusted index named); cut after a bad one; report lost records."""
+    offset its distrusted index named); cut after a bad one; report lost records. With
+    ``no_split`` (the bases not to split; None: split none), an overflowed segment raises
+    :class:`_OffsetOverflow` instead of being cut."""
     kept: list[LogSegment] = []
     for i, segment in enumerate(segments):
         base = segment.base_offset
@@ -361,7 +383,12 @@ def _recover_from(
             kept.append(segment)
             continue
         report.bytes_read_for_recovery += segment.size
-        result = segment.recover()
+        split = no_split is not None and segment.writable and base not in no_split
+        result = segment.recover(stop_at_overflow=split)
+        if result.overflow_position is not None:
+            raise _OffsetOverflow(
+                base, segments[i + 1].base_offset if i + 1 < len(segments) else None
+            )
         report.recovered.append(result)
         kept.append(segment)
         later = segments[i + 1 :]
@@ -441,6 +468,7 @@ def load_partition_dir(
     had_clean_shutdown: bool,
     now_ms: int,
     writable: bool = True,
+    _no_split: frozenset[int] = frozenset(),
 ) -> LoadedLog:
     """Open a partition directory following the module's steps; never loses a valid batch.
 
@@ -449,6 +477,8 @@ def load_partition_dir(
     retention or the cleaner before it is opened. The load then starts again from the
     listing (up to :data:`READ_ONLY_LOAD_ATTEMPTS` times): once a segment is open its
     descriptors keep it readable whatever the writer does to its name.
+
+    (``_no_split``: internal, the bases an earlier attempt found could not be split.)
     """
     for attempt in range(1, READ_ONLY_LOAD_ATTEMPTS + 1):
         try:
@@ -460,6 +490,7 @@ def load_partition_dir(
                 had_clean_shutdown=had_clean_shutdown,
                 now_ms=now_ms,
                 writable=writable,
+                no_split=_no_split,
             )
         except (OSError, SeglogError) as exc:
             if writable or attempt == READ_ONLY_LOAD_ATTEMPTS or not _vanished(exc):
@@ -476,8 +507,10 @@ def _load_partition_dir(
     had_clean_shutdown: bool,
     now_ms: int,
     writable: bool,
+    no_split: frozenset[int],
 ) -> LoadedLog:
     """One attempt of :func:`load_partition_dir`."""
+    _no_split = no_split
     report = LoadReport(directory, had_clean_shutdown, writable=writable)
     if writable:
         swaps = _file_pass(directory, report)
@@ -497,7 +530,33 @@ def _load_partition_dir(
             now_ms=now_ms,
             writable=writable,
             opened=opened,
+            no_split=_no_split,
         )
+    except _OffsetOverflow as overflow:
+        _release_all(opened)
+        no_split = _no_split
+        try:
+            note = str(
+                split_overflowed_segment(directory, overflow.base_offset, overflow.next_base)
+            )
+        except NoOffsetOverflowError:
+            note = None
+            no_split = _no_split | {overflow.base_offset}
+        loaded = load_partition_dir(
+            directory,
+            settings,
+            recovery_point=recovery_point,
+            log_start_offset=log_start_offset,
+            had_clean_shutdown=had_clean_shutdown,
+            now_ms=now_ms,
+            writable=writable,
+            _no_split=no_split,
+        )
+        # the first attempt's file pass is part of this load; its recovery was redone
+        loaded.report.removed_files[:0] = report.removed_files
+        loaded.report.completed_swaps[:0] = report.completed_swaps
+        loaded.report.split_segments[:0] = [note] if note else []
+        return loaded
     except BaseException:
         # e.g. ENOSPC rebuilding an index on a full disk: close every segment opened here, so
         # a caller retrying the open until space returns leaks no descriptor.
@@ -518,6 +577,7 @@ def _finish_load(
     now_ms: int,
     writable: bool,
     opened: list[LogSegment],
+    no_split: frozenset[int] | None = None,
 ) -> LoadedLog:
     """Steps 4 and 5 of :func:`load_partition_dir` (``opened`` collects every segment opened,
     for the caller to release when a step fails)."""
@@ -528,7 +588,7 @@ def _finish_load(
         for i, segment in enumerate(segments):
             if segment.base_offset <= recovery_point:
                 first = i
-    segments = _recover_from(segments, first, missing_index, report)
+    segments = _recover_from(segments, first, missing_index, report, no_split)
     if segments and segments[-1].next_offset() < log_start_offset:
         for segment in segments:
             report.dropped_segments.append(segment.base_offset)

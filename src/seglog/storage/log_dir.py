@@ -84,13 +84,20 @@ OFFSET_CHECKPOINTS = (
 
 @dataclass(slots=True)
 class TopicMetadata:
-    """seglog's record of a topic: partition count, Kafka topic id, config overrides."""
+    """seglog's record of a topic: partition count, Kafka topic id, config overrides.
+
+    ``discovered``: seglog did not create the topic (a broker did) and only keeps config
+    overrides set with ``topics alter`` for it; its partitions are those found on disk (none
+    is ever created for it) and ``topic_id`` may be empty (written as ``"discovered": true``,
+    absent for topics seglog created).
+    """
 
     name: str
     partitions: int
     topic_id: str
     configs: dict[str, str] = field(default_factory=dict)
     deleting: bool = False
+    discovered: bool = False
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object stored for this topic."""
@@ -99,6 +106,7 @@ class TopicMetadata:
             "topic_id": self.topic_id,
             "configs": dict(sorted(self.configs.items())),
             "deleting": self.deleting,
+            **({"discovered": True} if self.discovered else {}),
         }
 
 
@@ -142,12 +150,16 @@ class TopicsFile:
                 deleting = entry.get("deleting", False)
                 if not isinstance(deleting, bool):
                     raise ValueError(f"topic {name!r}: deleting must be true or false")
+                discovered = entry.get("discovered", False)
+                if not isinstance(discovered, bool):
+                    raise ValueError(f"topic {name!r}: discovered must be true or false")
                 topics[str(name)] = TopicMetadata(
                     str(name),
                     partitions,
                     str(entry["topic_id"]),
                     dict(configs),
                     deleting,
+                    discovered,
                 )
             generation = body["generation"]
             if not isinstance(generation, int):

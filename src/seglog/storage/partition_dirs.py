@@ -26,6 +26,7 @@ from seglog.format.checkpoint import (
     encode_leader_epoch_checkpoint,
     encode_partition_metadata,
     parse_leader_epoch_checkpoint,
+    parse_partition_metadata,
 )
 from seglog.format.topic_names import ParsedPartitionDir, parse_partition_dir_name
 from seglog.storage import fileops
@@ -52,6 +53,17 @@ def create_partition_dir(root: Path, name: str, topic_id: str) -> Path:
     write_file_atomically(path / PARTITION_METADATA, encode_partition_metadata(topic_id))
     fsync_directory(root)
     return path
+
+
+def read_partition_topic_id(directory: Path) -> str | None:
+    """The topic id in ``directory/partition.metadata`` (None when the file is absent; a
+    damaged file raises ``CorruptCheckpointError`` naming it)."""
+    path = directory / PARTITION_METADATA
+    try:
+        data = fileops.read_bytes(path)
+    except FileNotFoundError:
+        return None
+    return parse_partition_metadata(data, path=str(path))
 
 
 def ensure_partition_dir(path: Path) -> None:

@@ -16,7 +16,15 @@ Invariants a segment keeps:
   segment's running (max timestamp, last offset of the batch that had it). The first append of
   a segment never gets one. Recovery rebuilds the same rule per batch (spec §5.2);
 * the time index gets the final max-timestamp entry when the segment stops being active
-  (roll, close, after recovery), and both indexes are trimmed then.
+  (roll, close, after recovery), and both indexes are trimmed then;
+* **preallocation** (``preallocate=true``, :meth:`LogSegment.preallocate`): a new active
+  ``.log`` is extended to ``segment.bytes`` (``ftruncate``, as Kafka's ``setLength``: a
+  sparse file on most file systems) while :attr:`size` stays the end of its batches; the
+  zero tail past :attr:`size` is free space, never read. It is trimmed to :attr:`size` when
+  the segment stops being active (roll) and at close. After a crash the file still has its
+  zero tail: recovery reads batches until the first entry that does not parse (the zeros,
+  "zero-filled tail") and cuts there, so every record before it is kept. Only new segments
+  are preallocated, as in Kafka (a segment reopened with batches in it is not).
 
 Index entries are checked against the ``.log`` when they are used, since a clean load checks
 only what the index files say of themselves (``consistency_problem``: cheap, no read of the
@@ -57,7 +65,7 @@ from seglog.errors import (
     StorageWriteError,
     UnreadableFileError,
 )
-from seglog.format.batch import LOG_OVERHEAD, MAGIC_V2
+from seglog.format.batch import LOG_OVERHEAD, MAGIC_V2, MIN_BATCH_LENGTH
 from seglog.format.crc import crc32c
 from seglog.format.names import (
     INDEX_SUFFIX,
@@ -82,6 +90,8 @@ _OFFSET_SIZE = struct.Struct(">qi")
 _LAST_OFFSET_DELTA = struct.Struct(">i")
 _V2_LAST_OFFSET_DELTA_AT = 23
 _HEADER_PEEK_BYTES = 27
+RESYNC_CHUNK_BYTES = 1024 * 1024  # find_next_batch's read size
+MAGIC_V2_BYTE = bytes([MAGIC_V2])
 _V2_CRC_AT = 17  # the CRC field of a v2 batch
 _V2_CRC_END = 21  # the CRC covers the batch from here to its end
 _CRC = struct.Struct(">I")
@@ -127,6 +137,9 @@ class SegmentRecovery:
     batches: int
     next_offset: int | None  # offset after the last valid batch, None when empty
     end_reason: str
+    # recover(stop_at_overflow=True) stopped, changing nothing, at a valid batch here whose
+    # offsets overflow the segment's int32 relative offsets (the loader splits the segment)
+    overflow_position: int | None = None
 
 
 class _IndexPlan(NamedTuple):
@@ -497,6 +510,42 @@ class LogSegment:
             if not advanced and end.bytes_needed:
                 chunk = max(chunk, len(buf) + end.bytes_needed)
 
+    def find_next_batch(
+        self, start_position: int, min_offset: int, below_offset: int | None
+    ) -> Batch | None:
+        """The first whole, CRC-valid v2 batch starting at or after ``start_position`` whose
+        base offset lies in ``[min_offset, below_offset)``, or None (reading past damage).
+
+        A resynchronisation scan for readers told to skip corrupt bytes: every position whose
+        magic byte is 2 is a candidate; its size must fit the segment, its offsets the range,
+        and its CRC-32C must match, so a match inside a damaged region's payload is as
+        unlikely as a CRC collision. Reads ``RESYNC_CHUNK_BYTES`` at a time.
+        """
+        size = self.size
+        position = start_position
+        while position + _HEADER_PEEK_BYTES <= size:
+            buf = self.read_at(position, min(RESYNC_CHUNK_BYTES, size - position))
+            at = buf.find(MAGIC_V2_BYTE, 16)
+            while at != -1 and at - 16 + _HEADER_PEEK_BYTES <= len(buf):
+                candidate = position + at - 16
+                entry_offset, entry_size = _OFFSET_SIZE.unpack_from(buf, at - 16)
+                if (
+                    entry_size >= MIN_BATCH_LENGTH
+                    and candidate + LOG_OVERHEAD + entry_size <= size
+                    and entry_offset >= min_offset
+                    and (below_offset is None or entry_offset < below_offset)
+                ):
+                    raw = self.read_at(candidate, LOG_OVERHEAD + entry_size)
+                    reader = BatchReader(raw, base_position=candidate)
+                    batches = list(reader)
+                    if batches and reader.end is not None and reader.end.is_clean:
+                        return batches[0]
+                at = buf.find(MAGIC_V2_BYTE, at + 1)
+            if len(buf) < _HEADER_PEEK_BYTES:
+                break
+            position += len(buf) - _HEADER_PEEK_BYTES + 1
+        return None
+
     def _last_offset_at(self, position: int) -> int | None:
         """Last offset of the entry whose header starts at ``position`` (None: no header)."""
         peek = self.read_at(position, _HEADER_PEEK_BYTES)
@@ -662,11 +711,17 @@ class LogSegment:
         return None
 
     # --- recovery --------------------------------------------------------------------------
-    def recover(self) -> SegmentRecovery:
+    def recover(self, *, stop_at_overflow: bool = False) -> SegmentRecovery:
         """Validate every batch, rebuild both indexes (spec §5.2) and cut a bad tail (§12.3).
 
         Stops at the first torn, corrupt or out-of-order entry; bytes from there on are
         truncated (in memory only for a read-only segment). Returns what was found.
+
+        With ``stop_at_overflow``, a valid batch whose offsets follow on but pass
+        ``base_offset + 2^31 - 1`` (a segment an old broker let overflow, KAFKA-6264) ends the
+        scan without cutting anything: the result names it in ``overflow_position``, the
+        ``.log`` is unchanged, and the caller splits the segment and recovers the pieces (the
+        indexes are left reset, to be rebuilt).
         """
         self.offset_index.reset()
         self.time_index.reset()
@@ -688,6 +743,22 @@ class LogSegment:
             for batch in reader:
                 advanced = True
                 at = position + batch.position
+                if (
+                    stop_at_overflow
+                    and batch.last_offset - self.base_offset > INT32_MAX
+                    and batch.base_offset
+                    >= (self.base_offset if next_offset is None else next_offset)
+                ):
+                    return SegmentRecovery(
+                        self.base_offset,
+                        valid_bytes,
+                        0,
+                        batches,
+                        next_offset,
+                        f"batch at position {at} holds offsets {batch.base_offset}-"
+                        f"{batch.last_offset}, past base offset + 2^31 - 1 (offset overflow)",
+                        overflow_position=at,
+                    )
                 if not 0 <= batch.last_offset - self.base_offset <= INT32_MAX or (
                     batch.base_offset < self.base_offset and batch.magic == MAGIC_V2
                 ):
@@ -745,21 +816,31 @@ class LogSegment:
         self.size = size
 
     # --- truncation, roll, close --------------------------------------------------------------
-    def truncate_to(self, offset: int) -> int:
-        """Drop every batch whose last offset is >= ``offset``; returns bytes removed (§7.4)."""
+    def truncate_to(self, offset: int, now_ms: int | None = None) -> int:
+        """Drop every batch whose last offset is >= ``offset``; returns bytes removed (§7.4).
+
+        A segment left empty (whether this call removed bytes or it was empty already)
+        restarts its roll clock, as Kafka's ``LogSegment.truncateTo`` does: its creation time
+        becomes ``now_ms`` (when given) and its rolling-based timestamp is forgotten, so
+        ``segment.ms`` is measured from the next append's timestamp, never from records
+        that no longer exist.
+        """
         location = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.offset_index.resize_to_max()
         self.time_index.resize_to_max()
-        if location is None:
-            return 0
-        removed = self.size - location.position
-        self._truncate_log(location.position)
-        self._bytes_since_last_index_entry = 0
+        removed = 0
+        if location is not None:
+            removed = self.size - location.position
+            self._truncate_log(location.position)
+            self._bytes_since_last_index_entry = 0
         if self.size == 0:
             self._rolling_based_timestamp = NO_TIMESTAMP
-        self._reload_max_timestamp()
+            if now_ms is not None:
+                self.created_ms = now_ms
+        if location is not None:
+            self._reload_max_timestamp()
         return removed
 
     def _time_entry_holds(self, timestamp: int, offset: int) -> bool:
@@ -795,12 +876,27 @@ class LogSegment:
         self._shallow_offset_of_max_timestamp = offset
 
     def on_become_inactive(self) -> None:
-        """Roll or close: final max-timestamp time entry, then trim both indexes (spec §5.4)."""
+        """Roll or close: final max-timestamp time entry, then trim both indexes (spec §5.4)
+        and a preallocated ``.log``."""
+        self._trim_log()
         self.time_index.maybe_append(
             self.max_timestamp_so_far, self.shallow_offset_of_max_timestamp, skip_full_check=True
         )
         self.offset_index.trim()
         self.time_index.trim()
+
+    def preallocate(self, size_bytes: int) -> None:
+        """Extend an empty writable ``.log`` to ``size_bytes`` (module docstring); :attr:`size`
+        stays 0. Does nothing for a segment holding batches or a size of 0."""
+        if size_bytes <= 0 or self.size or not self.writable or self._fd is None:
+            return
+        if os.fstat(self._fd).st_size < size_bytes:
+            fileops.truncate(self._fd, self.log_path, size_bytes)
+
+    def _trim_log(self) -> None:
+        """Cut a preallocated ``.log``'s zero tail: the file ends at :attr:`size` again."""
+        if self.writable and self._fd is not None and os.fstat(self._fd).st_size > self.size:
+            fileops.truncate(self._fd, self.log_path, self.size)
 
     def make_active(self) -> None:
         """Preallocate the indexes again: this segment takes appends (after load or truncation)."""
@@ -821,10 +917,14 @@ class LogSegment:
         self.time_index.flush()
 
     def close(self) -> None:
-        """Close every file handle (call :meth:`on_become_inactive` first to trim)."""
+        """Close every file handle (call :meth:`on_become_inactive` first to trim the
+        indexes; a preallocated ``.log`` is trimmed here too, as Kafka's ``FileRecords.close``)."""
         if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+            try:
+                self._trim_log()
+            finally:
+                os.close(self._fd)
+                self._fd = None
         self.offset_index.close()
         self.time_index.close()
 
@@ -900,6 +1000,10 @@ class LogSegment:
         want = window_bytes
         try:
             with fileops.open_read(self.log_path) as handle:
+                # A file cut under the segment (shorter than the bytes it holds) is walked to
+                # its real end: the batch there is torn, reported as corrupt below (Kafka's
+                # CorruptRecordException), never a mapping past the end of the file.
+                size = min(size, os.fstat(handle.fileno()).st_size)
                 while position < size:
                     start = position - position % granularity
                     stop = min(size, position + want)
@@ -925,6 +1029,14 @@ class LogSegment:
                                 )
                             want = need
                             continue
+                    elif walk.end_code == END_TORN:
+                        raise CorruptRecordError(
+                            f"batch of {int(walk.detail_a)} bytes is larger than the "
+                            f"{size - end} bytes left in the {size}-byte file (the segment "
+                            f"holds {self.size})",
+                            position=end,
+                            path=str(self.log_path),
+                        )
                     elif walk.end_code != END_CLEAN:
                         raise CorruptRecordError(
                             f"batch framing broken (frame walk end code {walk.end_code})",
