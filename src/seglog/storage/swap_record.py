@@ -65,9 +65,9 @@ class SwapRecord:
 
     def encode(self) -> bytes:
         """The file's bytes (module docstring)."""
-        new = " ".join(str(b) for b in self.new_bases)
-        replaced = " ".join(str(b) for b in self.replaced_bases)
-        return f"{_VERSION}\nnew {new}\nreplaced {replaced}\n".replace(" \n", "\n").encode()
+        new = " ".join(["new", *(str(b) for b in self.new_bases)])
+        replaced = " ".join(["replaced", *(str(b) for b in self.replaced_bases)])
+        return f"{_VERSION}\n{new}\n{replaced}\n".encode()
 
 
 def _bases(line: str, label: str, number: int, path: str) -> tuple[int, ...]:
