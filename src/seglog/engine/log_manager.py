@@ -59,9 +59,9 @@ from seglog.engine.compactor import (
 )
 from seglog.engine.log import Log
 from seglog.engine.log_cleaner import CleanPlan, CleanResult, LogCleaner, per_thread_map_bytes
-from seglog.engine.metrics import RetentionCounters
 from seglog.engine.progress import ProgressCallback
 from seglog.engine.record_scan import ConsumedRecord
+from seglog.engine.retention_counters import RetentionCounters
 from seglog.engine.run_history import RunHistory
 from seglog.engine.scheduler import Scheduler
 from seglog.engine.topic_catalogue import (
