@@ -22,12 +22,15 @@ the same state); and up to thousands of in-process ``SimulatedCrash`` trials at 
 points of random workloads (``SEGLOG_CRASH_TRIALS``, default 2000, within
 ``SEGLOG_CRASH_BUDGET_S``, default 90 s; ``SEGLOG_CRASH_SEED``).
 
-Found this way (fixed in ``Cleaner._clean_group``): a group whose cleaned segment ended below
-the base offset of one of the old segments it replaced (their records all superseded) came
-back *partly* replaced when the round died while renaming the old segments ``.deleted``:
-recovery removes only the live segments below the ``.swap`` segment's next offset, so the
-old segments above it survived beside the cleaned one. Such a state is reported as
-"group g partly replaced".
+Found this way: a group whose cleaned segment ended below the base offset of one of the old
+segments it replaced (their records all superseded) came back *partly* replaced when the
+round died while renaming the old segments ``.deleted``: Kafka's recovery removes only the
+live segments below the ``.swap`` segment's next offset, so the old segments above it
+survived beside the cleaned one. Such a state is reported as "group g partly replaced". The
+cleaner writes exactly Kafka's batches (no emptied batch kept to end a group); the swap
+record (``seglog.storage.swap_record``) names the replaced segments for recovery instead,
+and ``test_sigkill_in_a_swap_whose_cleaned_segment_ends_below_a_replaced_base`` crashes
+such a swap at every point (and shows Kafka's rule alone leaves the group partly replaced).
 
 Trials run in ``/dev/shm`` when it exists (``SEGLOG_CRASH_NO_SHM=1`` to use pytest's tmp
 dir): a trial makes dozens of renames, unlinks and fsyncs, which cost milliseconds each on a
@@ -59,6 +62,7 @@ from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format.builder import BatchBuilder
 from seglog.format.compression import CompressionType
 from seglog.format.topic_names import TopicPartition
+from seglog.storage.swap_record import SWAP_RECORD_NAME
 from seglog.testing.crash import (
     EXIT_KILL_POINT_NOT_REACHED,
     SimulatedCrash,
@@ -550,6 +554,92 @@ def test_sigkill_before_every_file_operation_of_a_round(scratch: Path, phases: i
         shutil.rmtree(trial)
     finish(failures, seen)
     assert seen.get("before") and seen.get("after") and seen.get("first groups replaced"), seen
+
+
+def gap_workload(directory: Path) -> tuple[Workload, int]:
+    """Segments A (one batch: y, a), B (x), C (one batch: x, y, larger), then the empty
+    active one: with 512-byte segments the round groups [A, B] and [C], and group 1 cleans
+    to A's batch rebuilt with ``a`` alone, so its cleaned segment's next offset (2) is B's
+    base: B lies outside the range Kafka's loader derives from the ``.swap`` file. Returns
+    the workload and the round's time."""
+    segments: tuple[tuple[Pair, ...], ...] = (
+        ((b"y", b"Y" * 100), (b"a", b"A" * 100)),
+        ((b"x", b"X" * 100),),
+        ((b"x", b"x" * 300), (b"y", b"y" * 10)),
+    )
+    configs = compacted_configs(
+        **{"segment.bytes": "512", "segment.index.bytes": "4096", "index.interval.bytes": "64"}
+    )
+    clock = ManualClock(T0)
+    with reaping_fds(directory):
+        manager = open_log_dirs([directory], overrides=BROKER, clock=clock)
+        try:
+            manager.create_topic(TOPIC, 1, configs)
+            log = manager.get_log(TOPIC, 0)
+            for pairs in segments:
+                builder = BatchBuilder()
+                for key, value in pairs:
+                    builder.append(clock.now_ms(), key, value)
+                log.append(builder.build())
+                log.roll()
+        finally:
+            manager.close()
+    return Workload((tuple(p for pairs in segments for p in pairs),), configs), clock.now_ms()
+
+
+def test_sigkill_in_a_swap_whose_cleaned_segment_ends_below_a_replaced_base(
+    scratch: Path,
+) -> None:
+    """The recovery gap of the module docstring, made on purpose: SIGKILL before every file
+    operation of the round leaves a state of the round (never group 1 partly replaced), and
+    the same crash in the swap with the swap record removed (Kafka's rule alone) does leave
+    B beside the cleaned segment, so this test would see the gap."""
+    before_dir = scratch / "before"
+    workload, round_ms = gap_workload(before_dir)
+    ref = reference_for(before_dir, scratch, workload, round_ms)
+    assert ref.before.segment_bases == (0, 2, 3, 5), ref.before.segment_bases
+    # Kafka's batches: B's emptied batch is not kept, C's ends at the upper bound and stays.
+    assert ref.after.segment_bases == (0, 3, 5) and ref.groups == 2, ref.after
+    assert [r[0] for r in ref.after.records] == [1, 3, 4]
+    failures: list[str] = []
+    seen: dict[str, int] = {}
+    for n in range(1, len(ref.operations) + 1):
+        trial = scratch / f"kill-{n}"
+        shutil.copytree(before_dir, trial)
+        status = run_clean_forked([*clean_argv(trial, round_ms, n), "--quiet"])
+        if status != -signal.SIGKILL:
+            failures.append(f"{describe(ref, n)}: the child exited with {status}, not -9")
+            continue
+        verdict = check_recovered(trial, ref)
+        failures += [f"{describe(ref, n)}: {p}" for p in verdict.problems]
+        seen[category(verdict.label)] = seen.get(category(verdict.label), 0) + 1
+        shutil.rmtree(trial)
+    finish(failures, seen)
+    # (Group 2 keeps its one batch as it was: group 1 replaced reads the same as "after".)
+    assert seen.get("before") and seen.get("after"), seen
+    assert any(op == "rename" and path.endswith(".swap") for op, path in ref.operations)
+
+    # Kafka's rule alone: crash right before B's first .deleted rename, drop the record.
+    n = 1 + next(
+        i
+        for i, (operation, path) in enumerate(ref.operations)
+        if operation == "rename" and Path(path).name.startswith("00000000000000000002.")
+    )
+    trial = scratch / "no-record"
+    shutil.copytree(before_dir, trial)
+    fds = open_fds()
+    manager = open_at(trial, round_ms)
+    with crash_at(n):
+        with pytest.raises(SimulatedCrash):
+            manager.clean_once()
+        manager.abort()
+    del manager
+    close_fds_opened_since(fds, trial)
+    partition = trial / f"{TOPIC}-0"
+    assert (partition / "00000000000000000000.log.swap").exists()
+    (partition / SWAP_RECORD_NAME).unlink()
+    verdict = check_recovered(trial, ref)
+    assert any("group 1/2 partly replaced" in p for p in verdict.problems), verdict
 
 
 def test_module_entry_point_counts_and_dies_of_sigkill(scratch: Path) -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import struct
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from seglog.clock import ManualClock
+from seglog.core.cleaning import LogToClean, group_segments_by_size
 from seglog.core.offset_map import OffsetMap
 from seglog.engine.cleaner import Cleaner
 from seglog.engine.log import Log
@@ -410,7 +412,12 @@ def test_seed_003_one_queue_under_three_policies_with_the_cleaner(
 ) -> None:
     """Seed 003 whole: offset 5 (key2's latest, past retention) survives only under
     ``compact``; ``compact`` also drops every older value of each key; ``compact,delete``
-    does both. The cleaner and the retention task each run once, as a broker would."""
+    does both. The cleaner and the retention task each run once, as a broker would.
+
+    The first six records were written 30 days ago, files included (their mtimes say so):
+    the first group (offsets 0-2) cleans to an *empty* segment (Kafka keeps no emptied batch
+    there), whose largest timestamp is its file's mtime (Kafka's ``largestTimestamp``), so
+    time retention reaches the segments after it only once that mtime is old too."""
     keys = [b"key1", b"key2", b"key1", b"key3", b"key1", b"key2", b"key3", b"key4", b"key4"]
     probe = BatchBuilder()
     probe.append(clock.now_ms(), b"key0", b"v0")
@@ -431,6 +438,10 @@ def test_seed_003_one_queue_under_three_policies_with_the_cleaner(
         builder.append(now - 30 * DAY_MS if i < 6 else now, key, b"v%d" % i)
         log.append(builder.build())
         log.roll()
+    for segment in log.segments:
+        if segment.size and segment.base_offset < 6:
+            written_ns = (now - 30 * DAY_MS) * 1_000_000
+            os.utime(segment.log_path, ns=(written_ns, written_ns))
     manager.clean_once()
     manager.run_retention()
     assert [o for o, _, _ in contents(log)] == kept
@@ -490,3 +501,74 @@ def test_rebuilding_a_well_compressed_batch_whole_fits_the_output_buffer(
     assert result.error is None and result.stats is not None
     assert contents(log) == before  # every key is unique: all kept, the tombstone too
     assert batches_of(log)[0][2] & 0x40  # the horizon is stamped
+
+
+def test_segment_grouping_with_sparse_offsets_and_empty_segments(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    """Kafka's ``LogCleanerTest.testSegmentGroupingWithSparseOffsetsAndEmptySegments``
+    (KAFKA-12889): three segments each spanning an int32 of offsets (a record at the base and
+    one at base + 2^31 - 1) cannot group; the first clean empties the first two (no emptied
+    batch kept: neither ends at the round's upper bound), the next grouping puts the two
+    empty segments together and the second clean merges them: 4 segments, then 3."""
+    span = 1 << 31
+    data = tmp_path / "data"
+    manager = open_log_dirs([data], clock=clock)
+    compacted(manager)
+    manager.close()
+    directory = data / "t-0"
+    for path in directory.iterdir():
+        if path.name.startswith("0000"):
+            path.unlink()
+
+    def batch(offset: int) -> bytes:
+        builder = BatchBuilder(base_offset=offset)
+        builder.append(clock.now_ms(), b"key", b"val")
+        return builder.build()
+
+    for i in range(3):  # segment i: offsets i * 2^31 and (i + 1) * 2^31 - 1
+        name = directory / f"{i * span:020d}.log"
+        name.write_bytes(batch(i * span) + batch((i + 1) * span - 1))
+    (directory / f"{3 * span:020d}.log").write_bytes(batch(3 * span))  # active, not clean
+
+    manager = open_log_dirs([data], clock=clock)
+    try:
+        log = manager.get_log("t", 0)
+        first_uncleanable = log.log_end_offset - 1
+        assert first_uncleanable == 3 * span == log.active_segment.base_offset
+
+        def groups() -> list[list[int]]:
+            facts = [f for f in log.cleaner_segment_facts() if f.base_offset < first_uncleanable]
+            grouped = group_segments_by_size(
+                facts,
+                max_size_bytes=(1 << 31) - 1,
+                max_index_bytes=(1 << 31) - 1,
+                first_uncleanable_offset=first_uncleanable,
+            )
+            return [[f.base_offset for f in group] for group in grouped]
+
+        def clean() -> None:
+            to_clean = LogToClean(
+                first_dirty_offset=0,
+                first_uncleanable_offset=first_uncleanable,
+                clean_bytes=0,
+                cleanable_bytes=sum(s.size for s in log.segments[:-1]),
+                max_compaction_delay_ms=0,
+                min_cleanable_dirty_ratio=0.0,
+            )
+            Cleaner(OffsetMap(1 << 20, 0.9), clock=clock).clean(log, to_clean)
+
+        assert len(log.segments) == 4
+        assert groups() == [[0], [span], [2 * span]]  # no two non-empty segments group
+        clean()
+        assert len(log.segments) == 4
+        assert log.segments[0].size == 0 and log.segments[1].size == 0
+        # the key's latest record (3 * 2^31 - 1) ends the round: kept, nothing else before it
+        assert contents(log) == [(3 * span - 1, b"key", b"val"), (3 * span, b"key", b"val")]
+        assert groups() == [[0, span], [2 * span]]  # the two empty segments group together
+        clean()
+        assert [s.base_offset for s in log.segments] == [0, 2 * span, 3 * span]
+        assert log.segments[0].size == 0
+        assert contents(log) == [(3 * span - 1, b"key", b"val"), (3 * span, b"key", b"val")]
+    finally:
+        manager.close()

@@ -26,9 +26,8 @@ Two oracles:
   batch is the last batch of a closed segment.
 
 Empty headers: Kafka 4 keeps an emptied batch only when it ends at U or is an active
-producer's last batch (none here). seglog also keeps the last batch of every cleaning group
-(``Cleaner._clean_group``: so that the cleaned segment's next offset covers every segment it
-replaces, which swap recovery relies on), a documented difference that the oracle follows.
+producer's last batch (none here); seglog does exactly the same (a group may clean to an empty
+segment; swap recovery finds the segments it replaced through the swap record).
 
 A second variant shrinks the offset map to 4 keys (through ``LogCleaner._map_bytes``; the
 broker config's minimum of 1 MiB cannot be filled by a small key space), so rounds end early
@@ -314,7 +313,7 @@ class CleanerModel(RuleBasedStateMachine):
         assert [(b, size) for b, size in sizes if b >= end] == [
             (s.base_offset, s.size) for s in log.segments if s.base_offset >= end
         ], "segments past the round's end changed"
-        expected = self._expected_batches(before, first_dirty, end, upper, now, bases_after)
+        expected = self._expected_batches(before, first_dirty, end, upper, now)
         event("round ends early (map full)" if end < upper else "round reaches the upper bound")
         for item in expected:
             if not isinstance(item, Snap):
@@ -400,20 +399,10 @@ class CleanerModel(RuleBasedStateMachine):
         end: int,
         upper: int,
         now: int,
-        bases_after: list[int],
     ) -> list[Snap | tuple[str, Snap, tuple[Rec, ...], int | None]]:
         latest: dict[bytes | None, int] = {}
         for record in self.appended[first_dirty:end]:
             latest[record.key] = record.offset
-        # seglog keeps each group's last batch, emptied if need be (a deliberate difference
-        # from Kafka, see Cleaner._clean_group): a group is the old segments from one new
-        # segment's base to the next one's, so its last batch is the last old batch there.
-        group_last: dict[int, int] = {}
-        for batch in before:
-            if batch.segment_base < end:
-                group = max(b for b in bases_after if b <= batch.segment_base)
-                group_last[group] = batch.last
-        group_last_offsets = set(group_last.values())
         out: list[Snap | tuple[str, Snap, tuple[Rec, ...], int | None]] = []
         for batch in before:
             if batch.segment_base >= end:
@@ -431,8 +420,8 @@ class CleanerModel(RuleBasedStateMachine):
             tombstone_kept = any(r.value is None for r in kept)
             if not kept:
                 # emptied now or already an empty header: kept as a header only when it ends
-                # at U (Kafka 4, KAFKA-17076) or its group (seglog)
-                if batch.last + 1 == upper or batch.last in group_last_offsets:
+                # at U (Kafka 4, KAFKA-17076)
+                if batch.last + 1 == upper:
                     out.append(("empty", batch, (), None))
             elif len(kept) == len(batch.records) and not (tombstone_kept and batch.horizon is None):
                 out.append(("copy", batch, kept, batch.horizon))

@@ -17,6 +17,7 @@ from seglog.engine.cleaning_job import (
     run_partition_task,
 )
 from seglog.engine.log_manager import open_log_dirs
+from seglog.format.builder import BatchBuilder
 from seglog.format.names import CLEANED_SUFFIX
 from support.cleaning_data import DAY_MS, fill, log_mtimes, tree
 
@@ -162,3 +163,55 @@ def test_commit_refuses_segments_that_changed_after_the_tasks(
         assert results[0].error is not None and "changed while the job ran" in results[0].error
         assert not list(b.rglob("*" + CLEANED_SUFFIX))
         assert manager.cleaner_checkpoints() == {}
+
+
+def test_groups_cleaned_to_nothing_leave_the_same_empty_segments(tmp_path: Path) -> None:
+    """Kafka keeps no emptied batch outside the round's last one: groups whose records are
+    all superseded clean to empty segments, on both paths byte for byte (and the next round
+    merges them into their neighbour the same way)."""
+    clock = ManualClock(1_700_000_000_000)
+    a = tmp_path / "a"
+    with open_log_dirs([a], clock=clock) as manager:
+        manager.create_topic(
+            "t",
+            1,
+            configs={
+                "cleanup.policy": "compact",
+                "min.cleanable.dirty.ratio": "0.01",
+                "segment.bytes": "2000",
+            },
+        )
+        log = manager.get_log("t", 0)
+        for update in range(6):  # each pass rewrites every key: older passes all superseded
+            for key in range(20):
+                builder = BatchBuilder()
+                builder.append(clock.now_ms(), b"k%02d" % key, b"u%d-" % update + b"x" * 30)
+                log.append(builder.build())
+                clock.advance(1)
+        log.roll()
+    b = tmp_path / "b"
+    shutil.copytree(a, b, copy_function=shutil.copy2)
+    sizes = []
+    for _ in range(2):
+        with open_log_dirs([a], clock=clock) as manager:
+            expected = manager.clean_once()
+            sizes.append([s.size for s in manager.get_log("t", 0).segments])
+        with open_log_dirs([b], clock=clock) as manager:
+            results = run_in_process(plan_cleaning_job(manager, now_ms=clock.now_ms()))
+        assert [r.error for r in expected] == [r.error for r in results] == [None]
+        assert tree(a) == tree(b)
+        with open_log_dirs([a], clock=clock) as manager:  # dirty again for the next round
+            log = manager.get_log("t", 0)
+            builder = BatchBuilder()
+            builder.append(clock.now_ms(), b"k00", b"again")
+            log.append(builder.build())
+            log.roll()
+        with open_log_dirs([b], clock=clock) as manager:
+            log = manager.get_log("t", 0)
+            builder = BatchBuilder()
+            builder.append(clock.now_ms(), b"k00", b"again")
+            log.append(builder.build())
+            log.roll()
+    # round 1: empty closed segments (groups cleaned to nothing); round 2 merged them
+    assert 0 in sizes[0][:-1] and 0 not in sizes[1][:-1], sizes
+    assert len(sizes[1]) < len(sizes[0]), sizes

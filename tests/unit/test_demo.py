@@ -235,3 +235,28 @@ def test_demo_spark_summary_lines_fit_a_terminal() -> None:
     assert lines[-1].split() == ["stock-prices", "0", "99", "99", "0", "0", "0.00", "3.4",
                                  "KiB", "4"]  # fmt: skip
     assert max(len(line) for line in lines) <= 120
+
+
+def test_demo_cleaned_log_dumps_with_a_real_first_batch_and_consistent_time_indexes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    """The cleaner writes Kafka 4.x's batches: no emptied 61-byte header opens a cleaned
+    segment (only the round's last batch or an active producer's would stay), so the dumped
+    log's first batch holds records, and no ``.timeindex`` entry points at a batch without
+    them (dump-log's "timestamp mismatch ... log timestamp: -1"). A group whose records were
+    all superseded leaves an empty segment, as Kafka's cleaner does."""
+    run_demo(tmp_path, capsys)
+    for partition in range(3):
+        part = tmp_path / f"stock-prices-{partition}"
+        logs = sorted(str(p) for p in part.glob("*.log"))
+        assert main(["dump-log", *logs]) == 0
+        out, err = capsys.readouterr()
+        batches = [line for line in out.splitlines() if line.startswith("baseOffset:")]
+        assert batches, f"{part}: no batch at all"
+        assert " count: 0 " not in batches[0], f"{part}: the log begins with {batches[0]}"
+        assert not err
+        time_indexes = sorted(str(p) for p in part.glob("*.timeindex"))
+        assert main(["dump-log", *time_indexes]) == 0
+        out, err = capsys.readouterr()
+        assert "mismatch" not in out + err, out + err
+        assert "timestamp: " in out  # the closed segments with data have entries

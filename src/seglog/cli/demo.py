@@ -120,7 +120,7 @@ NEXT_COMMANDS = (
     "seglog --data-dir {data} cleaner status",
     "seglog --data-dir {data} verify stock-prices",
     "seglog --data-dir {data} report --out report.html",
-    "seglog dump-log --print-data-log {data}/stock-prices-0/00000000000000000000.log | head",
+    "seglog dump-log --print-data-log {data}/stock-prices-0/*.log | head -20",
 )
 
 

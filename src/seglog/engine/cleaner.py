@@ -24,12 +24,16 @@ A round, given a :class:`~seglog.core.cleaning.LogToClean` chosen by the cleaner
    and last offset, producer fields, codec) when records go or a horizon must be stamped
    (KIP-534: the first round that keeps a tombstone stamps ``now + delete.retention.ms``);
    kept as a 61-byte empty header when emptied but it is an active producer's last batch or
-   ends exactly at the round's upper bound (Kafka 4.x) or ends its group (so recovery of an
-   interrupted swap always finds every replaced segment); dropped otherwise. Indexes are built
-   by the normal append path; the segment is finished (final time-index entry, trim), fsynced
-   and given the group's last modification time.
+   ends exactly at the round's upper bound (Kafka 4.x, batch for batch); dropped otherwise, so
+   a group may clean to an empty segment (swapped in all the same, as Kafka does; the next
+   round groups it with its neighbours). Indexes are built by the normal append path; the
+   segment is finished (final time-index entry, trim), fsynced and given the group's last
+   modification time.
 4. **Swap** it in with :meth:`seglog.engine.log.Log.replace_segments` (Kafka's
-   ``.cleaned`` -> ``.swap`` -> ``.deleted`` protocol, crash-safe at every step).
+   ``.cleaned`` -> ``.swap`` -> ``.deleted`` protocol, crash-safe at every step). A replaced
+   segment above the cleaned segment's next offset (all its records dropped) is outside the
+   range Kafka's loader derives from the ``.swap`` file; the swap records the replaced bases
+   beside it (:mod:`seglog.storage.swap_record`), so recovery removes it too.
 
 The caller (the cleaner manager) writes ``end_offset`` to ``cleaner-offset-checkpoint`` only
 after the last group was swapped; a crash before that repeats a round, which is harmless
@@ -690,13 +694,6 @@ class Cleaner:
         are deleted and the log is as it was."""
         log = round_.log
         cleaned = log.new_cleaned_segment(group[0].base_offset)
-        # The group's last batch is kept (emptied if need be), so the cleaned segment's next
-        # offset passes every replaced segment's base: startup recovery of an interrupted swap
-        # removes exactly the live segments below the .swap segment's next offset, and a
-        # replaced segment above it would come back beside the cleaned one (a deliberate
-        # difference from Kafka, which keeps only the round's last batch; 61 bytes a group).
-        non_empty = [s for s in group if s.size > 0]
-        group_last_offset = non_empty[-1].next_offset() - 1 if non_empty else -1
         try:
             for segment in group:
                 for position, columns in self.chunks(segment, 0, check_done):
@@ -708,7 +705,6 @@ class Cleaner:
                         now_ms=round_.now_ms,
                         horizon_ms=round_.horizon_ms,
                         upper_bound=round_.upper_bound,
-                        group_last_offset=group_last_offset,
                         producers=round_.producers,
                     )
             cleaned.on_become_inactive()
@@ -744,7 +740,6 @@ class Cleaner:
         now_ms: int,
         horizon_ms: int,
         upper_bound: int,
-        group_last_offset: int,
         producers: Producers,
     ) -> None:
         buffers, spans, written = self.filter_chunk(
@@ -754,7 +749,6 @@ class Cleaner:
             now_ms=now_ms,
             horizon_ms=horizon_ms,
             upper_bound=upper_bound,
-            group_last_offset=group_last_offset,
             producers=producers,
         )
         if spans:
@@ -770,7 +764,6 @@ class Cleaner:
         now_ms: int,
         horizon_ms: int,
         upper_bound: int,
-        group_last_offset: int,
         producers: Producers,
         rules: RecordFilter = NO_FILTER,
     ) -> tuple[list[Any], list[tuple[int, int, int, int]], int]:
@@ -795,9 +788,9 @@ class Cleaner:
         has_horizon = (batches.attributes & DELETE_HORIZON_FLAG) != 0
         set_horizon = (tombstones > 0) & ~has_horizon
         unchanged = (kept == counts) & (counts > 0) & ~set_horizon
-        retain_empty = (batches.last_offset + 1 == upper_bound) | (
-            batches.last_offset == group_last_offset
-        )
+        # Kafka's checkBatchRetention: RETAIN_EMPTY for the batch ending at the round's upper
+        # bound (the log end offset survives the clean) and an active producer's last batch.
+        retain_empty = batches.last_offset + 1 == upper_bound
         if producers.last_data_offset:
             pids = batches.producer_id
             for pid in np.unique(pids[pids >= 0]).tolist():

@@ -230,7 +230,6 @@ class Compactor:
                         now_ms=now,
                         horizon_ms=tombstone_horizon,
                         upper_bound=-2,
-                        group_last_offset=-2,
                         producers=Producers({}),
                         rules=rules,
                     )

@@ -78,6 +78,7 @@ from seglog.storage.partition_dirs import (
 )
 from seglog.storage.segment import FetchSlice, LogSegment
 from seglog.storage.side_threads import SideThreads
+from seglog.storage.swap_record import SwapRecord, remove_swap_record, write_swap_record
 
 DEFAULT_FETCH_MAX_BYTES = 1024 * 1024
 APPEND_CHUNK_BYTES_MAX = 4 * 1024 * 1024  # append_records: bytes per Log.append call
@@ -884,6 +885,9 @@ class Log:
         does if the process dies after each step:
 
         1. Old segments no longer in the list (retention removed them meanwhile) are ignored.
+           The swap record (:mod:`seglog.storage.swap_record`: the new and the replaced base
+           offsets) is written atomically. Crash: no ``.swap`` exists, so recovery drops the
+           ``.cleaned`` files and the record -> the log before the round.
         2. Each new segment's files are renamed ``.cleaned`` -> ``.swap``, highest base offset
            first. Crash: a ``.swap`` at or above the lowest ``.cleaned`` offset is an unfinished
            round, so every ``.swap`` and ``.cleaned`` is deleted -> the log before the round.
@@ -891,9 +895,13 @@ class Log:
            an old segment keeps its open file).
         4. Each old segment's files are renamed ``.deleted``. Crash (before or during): all new
            segments are ``.swap``, so recovery deletes the live files their offset ranges cover
-           and renames the ``.swap`` files -> the cleaned log.
-        5. Each new segment's ``.swap`` suffix is removed, then the directory is fsynced.
-           Crash: the remaining ``.swap`` files are renamed by recovery -> the cleaned log.
+           (Kafka's rule) and those of every base the swap record names (a replaced segment
+           above the new segment's next offset, which Kafka's rule misses), and renames the
+           ``.swap`` files -> the cleaned log.
+        5. Each new segment's ``.swap`` suffix is removed, then the directory is fsynced; then
+           the swap record is removed (and the directory fsynced again, so a power loss never
+           keeps the removal without the renames). Crash: the remaining ``.swap`` files are
+           renamed by recovery -> the cleaned log; a record without ``.swap`` is removed.
         6. The old segments' files are unlinked later by the file deleter; ``.deleted``
            leftovers are removed at startup.
 
@@ -916,6 +924,12 @@ class Log:
             if not new:
                 raise ValueError("replace_segments needs at least one new segment")
             try:
+                write_swap_record(
+                    self.directory,
+                    SwapRecord(
+                        tuple(s.base_offset for s in new), tuple(s.base_offset for s in old)
+                    ),
+                )
                 for segment in reversed(new):
                     segment.change_file_suffix(SWAP_SUFFIX)
             except BaseException:
@@ -947,6 +961,7 @@ class Log:
         for segment in new:
             segment.change_file_suffix("")
         fsync_directory(self.directory)
+        remove_swap_record(self.directory)
         self._pending_swap = None
         for segment in old:
             self._file_deleter(segment)

@@ -11,9 +11,18 @@ Steps, in order (each says what a crash in the middle leaves for the next start)
    rename did not complete. Its offset range is read from the file; every non-swap file whose
    offset prefix lies in ``[lowest swap base, highest swap next offset)`` is an original it
    replaces and is removed; then every ``.swap`` is renamed to its live name. Swap *index*
-   files are removed instead, so the index of a swapped-in segment is rebuilt.
+   files are removed instead, so the index of a swapped-in segment is rebuilt. Two additions
+   to Kafka's range, both only ever removing segments the swap replaces: the live segment
+   files at each ``.swap``'s own base (an *empty* cleaned segment has next offset == base, so
+   the range is empty, and the old ``.index`` must not outlive the rename that replaces its
+   ``.log``), and those of every base the swap record names
+   (:mod:`seglog.storage.swap_record`, written by seglog's own replace before its swap
+   point: a replaced segment above the cleaned segment's next offset, which Kafka's range
+   misses), used only while every ``.swap`` left is one of the record's new segments. The
+   record is removed once the swaps are renamed, or at once when no ``.swap`` is left.
    *Crash here*: some originals are gone and some swaps renamed; the next start finds the
-   rest of the swaps and finishes the same way (the range covers the renamed ones' originals).
+   rest of the swaps and finishes the same way (the range covers the renamed ones' originals;
+   the record is removed last, and never names a renamed new segment's base for removal).
 3. **Segments.** Index files without a ``.log`` are orphans and removed. Every ``{base}.log``
    opens as a segment; a segment without an ``.index``, or whose indexes contradict its log
    (a file length that is not a whole number of entries, offsets not increasing or reaching
@@ -82,6 +91,7 @@ from seglog.storage import fileops
 from seglog.storage.atomic import TMP_SUFFIX, fsync_directory
 from seglog.storage.overflow_split import NoOffsetOverflowError, split_overflowed_segment
 from seglog.storage.segment import LogSegment, SegmentRecovery
+from seglog.storage.swap_record import SWAP_RECORD_NAME, read_swap_record, remove_swap_record
 
 INDEX_SUFFIXES = (INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX)
 INT32_MAX = (1 << 31) - 1
@@ -256,7 +266,19 @@ def _complete_swaps(
             continue
         log_swaps.append((base, path))
     if not log_swaps:
+        # No swap left: a record is from a swap that never reached its swap point (its
+        # .cleaned files were just removed) or that completed; either way it is done.
+        if remove_swap_record(directory):
+            report.removed_files.append(SWAP_RECORD_NAME)
         return
+    swap_bases = {base for base, _ in log_swaps}
+    replaced = set(swap_bases)  # a rename replaces the live segment at its own base
+    record = read_swap_record(directory)
+    if record is not None and swap_bases <= set(record.new_bases):
+        # A new segment already renamed to its live name is never removed (its base may
+        # also be a replaced base); a replaced base below a .swap is replaced by its rename.
+        new_bases = set(record.new_bases)
+        replaced.update(b for b in record.replaced_bases if b not in new_bases or b in swap_bases)
     low = min(base for base, _ in log_swaps)
     high = low
     for base, _ in log_swaps:
@@ -272,12 +294,22 @@ def _complete_swaps(
         if not path.is_file() or name.endswith(SWAP_SUFFIX):
             continue
         offset = _offset_or_none(name)
-        if offset is not None and low <= offset < high:
+        if offset is None:
+            continue
+        if low <= offset < high or (offset in replaced and _is_segment_file(name)):
             _remove(path, report)
     for _, path in sorted(log_swaps):
         fileops.replace(path, path.with_name(path.name[: -len(SWAP_SUFFIX)]))
         report.completed_swaps.append(path.name)
     fsync_directory(directory)
+    if remove_swap_record(directory):  # after the renames are durable (module docstring)
+        report.removed_files.append(SWAP_RECORD_NAME)
+
+
+def _is_segment_file(name: str) -> bool:
+    """True for a live ``{offset}.log`` or one of its index files (not, e.g., a snapshot)."""
+    prefix, _, suffix = name.partition(".")
+    return suffix != "" and "." + suffix in (LOG_SUFFIX, *INDEX_SUFFIXES) and prefix.isdigit()
 
 
 def _open_segments(

@@ -239,8 +239,7 @@ def lock_holder(fd: int, *, proc_locks: str = PROC_LOCKS) -> str | None:
     """
     try:
         st = os.fstat(fd)
-        with open(proc_locks, encoding="ascii", errors="replace") as handle:
-            lines = handle.read().splitlines()
+        lines = fileops.read_bytes(proc_locks).decode("ascii", "replace").splitlines()
     except OSError:
         return None
     wanted = (os.major(st.st_dev), os.minor(st.st_dev), st.st_ino)
@@ -266,8 +265,7 @@ def lock_holder(fd: int, *, proc_locks: str = PROC_LOCKS) -> str | None:
 def _command_of(pid: int) -> str:
     """The command line of process ``pid``, shortened for an error message."""
     try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            args = handle.read().split(b"\0")
+        args = fileops.read_bytes(f"/proc/{pid}/cmdline").split(b"\0")
     except OSError:
         return "command unknown"
     words = [a.decode("utf-8", "replace") for a in args if a]
