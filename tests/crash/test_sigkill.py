@@ -44,9 +44,9 @@ from pathlib import Path
 
 import pytest
 
-from seglog.engine.compactor import iter_compacted_records
+from seglog.engine.compaction.compactor import iter_compacted_records
+from seglog.engine.inspect.verify import verify_log
 from seglog.engine.log_manager import LogManager, open_log_dirs
-from seglog.engine.verify import verify_log
 from seglog.format.checkpoint import parse_offset_checkpoint
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.log_dir import OFFSET_CHECKPOINTS

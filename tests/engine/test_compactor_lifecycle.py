@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from seglog.clock import ManualClock
-from seglog.engine.compactor import iter_compacted_records, read_compacted_records
+from seglog.engine.compaction.compactor import iter_compacted_records, read_compacted_records
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format.builder import BatchBuilder
@@ -112,7 +112,7 @@ def test_an_interrupt_leaves_error_not_running(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("seglog.engine.compactor.Compactor.compact", interrupted)
+    monkeypatch.setattr("seglog.engine.compaction.compactor.Compactor.compact", interrupted)
     with pytest.raises(KeyboardInterrupt):
         manager.compact("t")
     status = manager.compaction_status("t")[TP]

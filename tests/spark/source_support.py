@@ -13,7 +13,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-from seglog.engine.compactor import iter_compacted_records
+from seglog.engine.compaction.compactor import iter_compacted_records
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format.records import Header
 

@@ -16,7 +16,7 @@ import pytest
 from pyspark.sql import functions as sf
 from source_support import APPEND_TIME, EVENTS, EVENTS_PARTITIONS, build_data_dir, expected_rows
 
-from seglog.engine.compactor import iter_compacted_records
+from seglog.engine.compaction.compactor import iter_compacted_records
 from seglog.engine.log_manager import open_log_dirs
 
 T0 = 1_700_000_000_000

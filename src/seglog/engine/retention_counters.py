@@ -1,7 +1,7 @@
 """What retention deleted in this process, counted for the metrics.
 
 The :class:`~seglog.engine.log_manager.LogManager` records every applied retention plan here
-(scheduler and cleaner threads alike); :mod:`seglog.engine.metrics` reads the counts. A
+(scheduler and cleaner threads alike); :mod:`seglog.engine.inspect.metrics` reads the counts. A
 module of its own so that the manager does not import the metrics, which read the manager.
 """
 

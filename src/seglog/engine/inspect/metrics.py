@@ -76,7 +76,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seglog.engine.compactor import copy_store
+from seglog.engine.compaction.compactor import copy_store
 from seglog.errors import SeglogError
 from seglog.format.topic_names import TopicPartition
 

@@ -53,7 +53,7 @@ from seglog.core.roll import (
     draw_roll_jitter_ms,
     roll_reason,
 )
-from seglog.engine.record_scan import ConsumedRecord, RecordScan, SkippedRange
+from seglog.engine.log.record_scan import ConsumedRecord, RecordScan, SkippedRange
 from seglog.errors import (
     InvalidConfigError,
     InvalidRecordError,
@@ -566,7 +566,7 @@ class Log:
         Each batch is decoded once; control batches are skipped. An offset below the log
         start raises ``OffsetOutOfRangeError``. What a read-compacted reader sees (the
         published compacted copy up to its horizon, then this log) is read by
-        :func:`seglog.engine.compactor.iter_compacted_records`, which uses this method: a
+        :func:`seglog.engine.compaction.compactor.iter_compacted_records`, which uses this method: a
         ``Log`` knows nothing of its copy.
 
         **No silent stops.** Damage met on the way raises ``CorruptRecordError`` naming the
