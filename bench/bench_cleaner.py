@@ -110,7 +110,7 @@ from bench.common import (
     source_state,
     write_results,
 )
-from seglog.engine.cleaner import CleanerStats
+from seglog.engine.cleaning.cleaner import CleanerStats
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format import BatchBuilder
 

@@ -89,7 +89,7 @@ from bench.common import (
     source_state,
     write_results,
 )
-from seglog.engine.compactor import iter_compacted_records
+from seglog.engine.compaction.compactor import iter_compacted_records
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format import BatchBuilder

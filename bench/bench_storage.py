@@ -103,7 +103,7 @@ STORAGE_LAYOUT_VERSION = 2
 # cached lookup log built by another version of them is rebuilt, since the index density it
 # was built with is part of what a lookup costs.
 ENGINE_LAYOUT_FILES = (
-    "src/seglog/engine/log.py",
+    "src/seglog/engine/log/partition_log.py",
     "src/seglog/core/append_validation.py",
     "src/seglog/core/roll.py",
     "src/seglog/storage/segment.py",

@@ -14,7 +14,7 @@ import pytest
 from cli_support import Cli
 
 from seglog.cli import clean
-from seglog.engine.cleaner import Cleaner
+from seglog.engine.cleaning.cleaner import Cleaner
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format.builder import BatchBuilder
 

@@ -14,7 +14,7 @@ import pytest
 from cli_support import Cli
 
 from seglog.engine import log_manager
-from seglog.engine.compactor import CompactionService, Compactor
+from seglog.engine.compaction.compactor import CompactionService, Compactor
 from seglog.engine.log import Log
 
 TIMEOUT_S = 120

@@ -12,8 +12,8 @@ from cli_support import Cli
 from prometheus_client.parser import text_string_to_metric_families
 
 from seglog.cli.metrics import exposition
+from seglog.engine.inspect.metrics import collect_metrics, kafka_metric_name
 from seglog.engine.log_manager import LogManager, open_log_dirs
-from seglog.engine.metrics import collect_metrics, kafka_metric_name
 from seglog.engine.producer import Producer, ProduceRecord
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]

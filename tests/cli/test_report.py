@@ -19,8 +19,7 @@ from seglog.cli.report import (
     render_retention_history,
     retention_bars,
 )
-from seglog.engine.log_manager import open_log_dirs
-from seglog.engine.report_data import (
+from seglog.engine.inspect.report_data import (
     CompactedCopyView,
     CompactionRunRow,
     PartitionReport,
@@ -31,6 +30,7 @@ from seglog.engine.report_data import (
     SegmentKind,
     TopicReport,
 )
+from seglog.engine.log_manager import open_log_dirs
 from seglog.storage.history_file import COMPACTION_HISTORY_FILE, RETENTION_HISTORY_FILE
 from seglog.storage.log_dir import CLEANER_HISTORY_FILE
 

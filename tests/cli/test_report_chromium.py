@@ -15,7 +15,7 @@ from png_support import decode_png
 from report_support import build_data_dir
 
 from seglog.cli.report import SEGMENT_COLOURS
-from seglog.engine.report_data import SegmentKind
+from seglog.engine.inspect.report_data import SegmentKind
 
 WIDTH, HEIGHT = 1200, 2000
 CHROMIUM_TIMEOUT_S = 120

@@ -1,5 +1,6 @@
 """The compacted copy's segments are ordinary Kafka segments: kafka-python (and aiokafka) decode
-them as seglog reads the copy (``seglog.engine.compactor``, spec ``pulsar-compaction.md`` §1).
+them as seglog reads the copy (``seglog.engine.compaction.compactor``, spec
+``pulsar-compaction.md`` §1).
 
 Three runs over a topic written in every codec make every kind of batch the compactor
 writes into a copy:
@@ -36,7 +37,7 @@ pytest.importorskip("aiokafka", reason="aiokafka (the test extra) is not install
 from compat_support import aiokafka_view, assert_same_reading, seglog_view
 
 from seglog.clock import ManualClock
-from seglog.engine.compactor import copy_store, iter_compacted_records
+from seglog.engine.compaction.compactor import copy_store, iter_compacted_records
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format.batch import DELETE_HORIZON_FLAG_MASK, RecordBatch

@@ -1,4 +1,5 @@
-"""Crash injection into a compacted-copy run (``seglog.engine.compactor``, the publication steps
+"""Crash injection into a compacted-copy run (``seglog.engine.compaction.compactor``, the
+publication steps
 of ``seglog.storage.compacted_copy``; helpers ``seglog.testing.crash``).
 
 A run (``LogManager.compact``: status RUNNING, the new ``copy-*`` directory and its segments,
@@ -39,7 +40,7 @@ from pathlib import Path
 import pytest
 
 from seglog.clock import ManualClock
-from seglog.engine.compactor import iter_compacted_records
+from seglog.engine.compaction.compactor import iter_compacted_records
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format.builder import BatchBuilder
 from seglog.format.compression import CompressionType

@@ -36,8 +36,8 @@ from pathlib import Path
 import pytest
 
 from seglog.cli.main import main as seglog_main
+from seglog.engine.inspect.verify import verify_log
 from seglog.engine.log_manager import LogManager, open_log_dirs
-from seglog.engine.verify import verify_log
 from seglog.errors import CorruptRecordError, InvalidConfigError, SeglogError
 from seglog.format.reader import read_batches
 from support.reliability import record_figures, scaled

@@ -46,10 +46,10 @@ from typing import Any, ClassVar
 import pytest
 
 from seglog.clock import ManualClock
-from seglog.engine.compactor import iter_compacted_records
+from seglog.engine.compaction.compactor import iter_compacted_records
+from seglog.engine.inspect.verify import verify_log
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager, open_log_dirs
-from seglog.engine.verify import verify_log
 from seglog.errors import SeglogError
 from seglog.format.builder import BatchBuilder
 from seglog.format.topic_names import TopicPartition

@@ -26,8 +26,8 @@ from typing import Any
 import pytest
 
 from seglog.clock import ManualClock
+from seglog.engine.inspect.verify import verify_log
 from seglog.engine.log_manager import LogManager, open_log_dirs
-from seglog.engine.verify import verify_log
 from seglog.storage.log_dir import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
 from seglog.testing.crash import SimulatedCrash, close_fds_opened_since, installed, open_fds
 from seglog.testing.power_loss import PowerLoss

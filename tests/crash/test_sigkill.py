@@ -44,8 +44,9 @@ from pathlib import Path
 
 import pytest
 
+from seglog.engine.compaction.compactor import iter_compacted_records
+from seglog.engine.inspect.verify import verify_log
 from seglog.engine.log_manager import LogManager, open_log_dirs
-from seglog.engine.verify import verify_log
 from seglog.format.checkpoint import parse_offset_checkpoint
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.log_dir import OFFSET_CHECKPOINTS
@@ -193,7 +194,7 @@ def check_kv(manager: LogManager, rows: list[Row], acked: list[AckedRecord], tal
             tally.problems.append(f"kv: key {key!r} latest value differs from its ack")
     log = manager.get_log(KV, 0)
     seen: dict[bytes | None, bytes | None] = {}
-    for consumed in log.iter_records(log.log_start_offset, read_compacted=True):
+    for consumed in iter_compacted_records(log, log.log_start_offset):
         seen[consumed.key] = consumed.value
     wanted = {k: v for k, (_, v) in latest.items() if v is not None}
     compacted = {k: v for k, v in seen.items() if v is not None}

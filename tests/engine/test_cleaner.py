@@ -14,7 +14,7 @@ import pytest
 from seglog.clock import ManualClock
 from seglog.core.cleaning import LogToClean, group_segments_by_size
 from seglog.core.offset_map import OffsetMap
-from seglog.engine.cleaner import Cleaner
+from seglog.engine.cleaning.cleaner import Cleaner
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format.builder import BatchBuilder

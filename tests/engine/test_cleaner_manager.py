@@ -12,8 +12,8 @@ import pytest
 
 from seglog.clock import ManualClock
 from seglog.config import BrokerConfig
-from seglog.engine.cleaner import CleaningAbortedError, Throttler
-from seglog.engine.cleaner_manager import IllegalCleaningStateError
+from seglog.engine.cleaning.cleaner import CleaningAbortedError, Throttler
+from seglog.engine.cleaning.cleaner_manager import IllegalCleaningStateError
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format.builder import BatchBuilder

@@ -12,7 +12,7 @@ import pytest
 
 from seglog.clock import ManualClock
 from seglog.core.version_map import VersionMap
-from seglog.engine.compactor import iter_compacted_records
+from seglog.engine.compaction.compactor import iter_compacted_records
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.errors import InvalidConfigError

@@ -1,4 +1,5 @@
-"""The Pulsar-style compacted copy (spec ``pulsar-compaction.md`` §1, ``seglog.engine.compactor``)
+"""The Pulsar-style compacted copy (spec ``pulsar-compaction.md`` §1,
+``seglog.engine.compaction.compactor``)
 end to end on real files, with an injected clock.
 
 The reference is a fold model of the original log (:class:`FoldModel`): a run at time ``now``
@@ -31,8 +32,8 @@ from hypothesis import strategies as st
 
 from seglog.clock import ManualClock
 from seglog.core.offset_map import OffsetMap
-from seglog.engine.cleaner import Cleaner
-from seglog.engine.compactor import (
+from seglog.engine.cleaning.cleaner import Cleaner
+from seglog.engine.compaction.compactor import (
     CompactionError,
     CompactionRun,
     CompactionRunningError,
@@ -41,8 +42,8 @@ from seglog.engine.compactor import (
     iter_compacted_records,
 )
 from seglog.engine.log import Log
+from seglog.engine.log.record_scan import ConsumedRecord
 from seglog.engine.log_manager import LogManager, open_log_dirs
-from seglog.engine.record_scan import ConsumedRecord
 from seglog.errors import SeglogError, UnknownTopicError
 from seglog.format.batch import DELETE_HORIZON_FLAG_MASK
 from seglog.format.builder import BatchBuilder

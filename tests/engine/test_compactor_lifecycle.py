@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from seglog.clock import ManualClock
-from seglog.engine.compactor import iter_compacted_records
+from seglog.engine.compaction.compactor import iter_compacted_records, read_compacted_records
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format.builder import BatchBuilder
@@ -112,7 +112,7 @@ def test_an_interrupt_leaves_error_not_running(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("seglog.engine.compactor.Compactor.compact", interrupted)
+    monkeypatch.setattr("seglog.engine.compaction.compactor.Compactor.compact", interrupted)
     with pytest.raises(KeyboardInterrupt):
         manager.compact("t")
     status = manager.compaction_status("t")[TP]
@@ -131,13 +131,14 @@ def test_reads_from_the_middle_use_the_index(setup: tuple[LogManager, Log, Manua
     manager.close()
 
 
-def test_log_readers_take_read_compacted(setup: tuple[LogManager, Log, ManualClock]) -> None:
+def test_read_compacted_readers(setup: tuple[LogManager, Log, ManualClock]) -> None:
     manager, log, clock = setup
     produce(log, clock, [(b"a", b"1"), (b"a", b"2"), (b"b", b"1")])
     manager.compact("t")
     produce(log, clock, [(b"a", b"3")])
-    got = [(r.offset, r.value) for r in log.iter_records(0, read_compacted=True)]
+    got = [(r.offset, r.value) for r in iter_compacted_records(log, 0)]
     assert got == [(1, b"2"), (2, b"1"), (3, b"3")]
-    assert [r.offset for r in log.read_records(0, 2, read_compacted=True)] == [1, 2]
+    assert [r.offset for r in read_compacted_records(log, 0, 2)] == [1, 2]
+    assert [r.offset for r in manager.read_compacted("t", 0, 0, 2)] == [1, 2]
     assert [r.offset for r in log.read_records(0)] == [0, 1, 2, 3]
     manager.close()

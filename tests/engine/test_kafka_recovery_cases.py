@@ -20,7 +20,7 @@ from seglog.clock import ManualClock
 from seglog.config import LogConfig
 from seglog.core.offset_map import OffsetMap
 from seglog.core.roll import PendingAppend, roll_reason, time_waited_for_roll_ms
-from seglog.engine.cleaner import Cleaner, never_done
+from seglog.engine.cleaning.cleaner import Cleaner, never_done
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.errors import CorruptIndexError, CorruptRecordError

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from seglog.engine.compactor import iter_compacted_records
+from seglog.engine.compaction.compactor import iter_compacted_records
+from seglog.engine.log.record_scan import SkippedRange
 from seglog.engine.log_manager import LogManager, open_log_dirs
-from seglog.engine.record_scan import SkippedRange
 from seglog.errors import CorruptRecordError
 from seglog.format.reader import Batch, read_batches
 

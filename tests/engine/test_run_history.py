@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from seglog.clock import ManualClock
-from seglog.engine.cleaner import TransactionalDataError
+from seglog.engine.cleaning.cleaner import TransactionalDataError
+from seglog.engine.inspect.report_data import gather_report
 from seglog.engine.log_manager import LogManager, open_log_dirs
-from seglog.engine.report_data import gather_report
 from seglog.format.batch import encode_batch
 from seglog.format.records import Record
 from seglog.storage.history_file import (

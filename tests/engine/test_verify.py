@@ -14,9 +14,7 @@ from log_support import T0, TP, config
 from corpus_location import NO_CORPUS_REASON, corpus_root
 from seglog.clock import ManualClock
 from seglog.config import BrokerConfig, LogConfig
-from seglog.engine.log import Log
-from seglog.engine.log_manager import LogManager
-from seglog.engine.verify import (
+from seglog.engine.inspect.verify import (
     KIND_CORRUPT,
     KIND_CRC,
     KIND_DROPPED_SEGMENT,
@@ -32,6 +30,8 @@ from seglog.engine.verify import (
     VerifyReport,
     verify_log,
 )
+from seglog.engine.log import Log
+from seglog.engine.log_manager import LogManager
 from seglog.format.batch import DELETE_HORIZON_FLAG_MASK, encode_batch, set_base_offset
 from seglog.format.control import ControlRecordType, encode_control_key, encode_end_txn_marker
 from seglog.format.crc import crc32c

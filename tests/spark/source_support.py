@@ -13,6 +13,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from seglog.engine.compaction.compactor import iter_compacted_records
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format.records import Header
 
@@ -96,7 +97,7 @@ def expected_rows(
         log = manager.get_log(topic, partition)
         first = log.log_start_offset if start is None else start
         if read_compacted:
-            records = list(log.iter_records(first, end, read_compacted=True))
+            records = list(iter_compacted_records(log, first, end))
         else:
             records = list(log.iter_records(first, end))
     return [

@@ -16,6 +16,7 @@ import pytest
 from pyspark.sql import functions as sf
 from source_support import APPEND_TIME, EVENTS, EVENTS_PARTITIONS, build_data_dir, expected_rows
 
+from seglog.engine.compaction.compactor import iter_compacted_records
 from seglog.engine.log_manager import open_log_dirs
 
 T0 = 1_700_000_000_000
@@ -72,7 +73,7 @@ def compacted_view(data: Path) -> list[tuple[int, int]]:
     """(offset, timestamp ms) of every record a read-compacted reader sees."""
     with open_log_dirs([data], read_only=True) as manager:
         log = manager.get_log(TOPIC, 0)
-        return [(r.offset, r.timestamp) for r in log.iter_records(0, read_compacted=True)]
+        return [(r.offset, r.timestamp) for r in iter_compacted_records(log, 0)]
 
 
 def test_copy_fixture_has_the_shape_the_tests_need(copy_data: Path) -> None:

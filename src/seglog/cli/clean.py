@@ -83,8 +83,8 @@ from seglog.cli.common import (
     topic_name,
 )
 from seglog.cli.progress import ProgressBar
-from seglog.engine.cleaner_manager import CleaningCandidate, Uncleanable
-from seglog.engine.log_cleaner import CleanPlan, CleanResult, LogCleaner
+from seglog.engine.cleaning.cleaner_manager import CleaningCandidate, Uncleanable
+from seglog.engine.cleaning.log_cleaner import CleanPlan, CleanResult, LogCleaner
 from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN
 from seglog.errors import UnknownTopicError
 from seglog.format.topic_names import TopicPartition

@@ -67,7 +67,7 @@ from seglog.cli.common import (
     topic_name,
 )
 from seglog.cli.progress import ProgressBar
-from seglog.engine.compactor import CompactionRun, CompactionRunningError
+from seglog.engine.compaction.compactor import CompactionRun, CompactionRunningError
 from seglog.errors import SeglogError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition
 

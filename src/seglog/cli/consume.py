@@ -63,9 +63,9 @@ from seglog.cli.common import (
     open_manager,
     positive_int,
 )
-from seglog.engine.compactor import copy_store, iter_compacted_records
+from seglog.engine.compaction.compactor import copy_store, iter_compacted_records
 from seglog.engine.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
-from seglog.engine.record_scan import ConsumedRecord, SkippedRange
+from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
 from seglog.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicError
 from seglog.format.records import Header
 from seglog.format.topic_names import validate_topic_name

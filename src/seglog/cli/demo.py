@@ -62,8 +62,8 @@ from typing import TYPE_CHECKING, Any
 from seglog.cli.common import EXIT_FAILURE, EXIT_OK, positive_int
 from seglog.cli.progress import ProgressBar
 from seglog.cli.verify import CleanerCheckpoints, verify_partition
+from seglog.engine.cleaning.log_cleaner import CleanResult
 from seglog.engine.log import Log
-from seglog.engine.log_cleaner import CleanResult
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.engine.producer import Producer, ProduceRecord
 from seglog.errors import InvalidConfigError, SeglogError, SparkUnavailableError

@@ -9,7 +9,7 @@ The names are Kafka's where Kafka has the metric, mapped by one rule from the JM
 partition="0"}`` (domain dots and every character outside ``[A-Za-z0-9_]`` become ``_``; the
 other JMX key properties are labels). Figures Kafka has no metric for are ``seglog_*``. Each
 metric's HELP line ends with its source (``Kafka: kafka.log:type=...`` or ``seglog``). The
-full list is in :mod:`seglog.engine.metrics`.
+full list is in :mod:`seglog.engine.inspect.metrics`.
 
 The data dirs are opened read-only (no lock, nothing written), so the command also works on a
 directory a running ``seglog maintain`` or broker holds, and on a read-only copy. The cleaner
@@ -37,7 +37,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from seglog.cli.common import EXIT_OK, command_options_parent, json_line, open_manager
-from seglog.engine.metrics import COUNTER, MetricFamily, collect_metrics
+from seglog.engine.inspect.metrics import COUNTER, MetricFamily, collect_metrics
 
 if TYPE_CHECKING:
     from seglog.cli.common import Subparsers
@@ -99,7 +99,7 @@ class ManagerCollector:
             self._manager = manager
 
     def collect(self) -> Iterable[Metric]:
-        """Every metric of the manager (see :mod:`seglog.engine.metrics`)."""
+        """Every metric of the manager (see :mod:`seglog.engine.inspect.metrics`)."""
         with self._lock:  # a scrape never runs beside attach(None) and the close after it
             manager = self._manager
             families = [] if manager is None else collect_metrics(manager)

@@ -4,7 +4,7 @@ The page holds everything inline: one ``<style>`` element and inline SVG drawn h
 script, no external style sheet, image or font, so it opens from a file anywhere (and a CSP
 of ``default-src 'none'; style-src 'unsafe-inline'`` is declared in the page itself).
 
-What it shows (data from :func:`seglog.engine.report_data.gather_report`):
+What it shows (data from :func:`seglog.engine.inspect.report_data.gather_report`):
 
 * a header: when, the data dirs, whether they were opened read-only, the topics, problems met
   (damaged history files, ...);
@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 from seglog import __version__
 from seglog.cli.common import EXIT_OK, command_options_parent, open_manager
-from seglog.engine.report_data import (
+from seglog.engine.inspect.report_data import (
     CleanerRound,
     CompactionRunRow,
     DirtyRatio,

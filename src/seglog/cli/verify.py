@@ -1,7 +1,8 @@
 """``seglog verify TOPIC``: check a topic's files against Kafka's on-disk invariants.
 
 For each partition (``--partition P``: only that one) every segment is read in bounded
-chunks and checked (see :mod:`seglog.engine.verify` for the full list and the problem kinds):
+chunks and checked (see :mod:`seglog.engine.inspect.verify` for the full list and the
+problem kinds):
 
 * every batch framed whole and its CRC right; damage is reported with the file and the byte
   position, in the middle of a closed segment as well as a torn tail on the active one;
@@ -49,8 +50,8 @@ from seglog.cli.common import (
     open_manager,
     topic_name,
 )
+from seglog.engine.inspect.verify import VerifyProblem, VerifyReport, verify_log
 from seglog.engine.log import Log
-from seglog.engine.verify import VerifyProblem, VerifyReport, verify_log
 from seglog.errors import UnknownTopicError
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.log_dir import CLEANER_OFFSET_CHECKPOINT, LogDirectory

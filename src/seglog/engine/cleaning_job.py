@@ -1,10 +1,11 @@
 """The Kafka-style cleaner as a job: a driver plan, partition tasks that run anywhere, a commit.
 
-This is the in-process cleaner's round (:mod:`seglog.engine.cleaner`) cut at its seams so a
+This is the in-process cleaner's round (:mod:`seglog.engine.cleaning.cleaner`) cut at its seams so a
 distributed engine (:mod:`seglog.spark.compaction_job`) can run the expensive middle on
 executors. **The decisions are the in-process cleaner's own**: the same cleaner manager picks
-the logs and their cleanable range, the same :class:`~seglog.engine.cleaner.Cleaner` builds the
-map, groups the segments and rewrites them, and the same swap protocol and checkpoint finish
+the logs and their cleanable range, the same :class:`~seglog.engine.cleaning.cleaner.Cleaner`
+builds the map, groups the segments and rewrites them, and the same swap protocol and
+checkpoint finish
 the round; given the same input, ``now`` and map size, the job writes byte-identical segments,
 indexes and checkpoints (the differential test in ``tests/spark`` checks it).
 
@@ -59,9 +60,9 @@ from seglog.clock import SystemClock
 from seglog.config import LogConfig
 from seglog.core.cleaning import LogToClean
 from seglog.core.offset_map import OffsetMap
-from seglog.engine.cleaner import Cleaner, CleanerStats, never_done
+from seglog.engine.cleaning.cleaner import Cleaner, CleanerStats, never_done
+from seglog.engine.cleaning.log_cleaner import CleanResult, per_thread_map_bytes
 from seglog.engine.log import Log
-from seglog.engine.log_cleaner import CleanResult, per_thread_map_bytes
 from seglog.engine.log_manager import LogManager
 from seglog.errors import SeglogError
 from seglog.format.topic_names import TopicPartition

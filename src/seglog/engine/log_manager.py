@@ -49,19 +49,24 @@ from seglog.clock import Clock, SystemClock
 from seglog.config import BrokerConfig, LogConfig
 from seglog.core.offset_map import OffsetMap
 from seglog.core.retention import RetentionPlan
-from seglog.engine.cleaner import Cleaner
-from seglog.engine.cleaner_manager import CleanerManager
-from seglog.engine.compactor import (
+from seglog.engine.cleaning.cleaner import Cleaner
+from seglog.engine.cleaning.cleaner_manager import CleanerManager
+from seglog.engine.cleaning.log_cleaner import (
+    CleanPlan,
+    CleanResult,
+    LogCleaner,
+    per_thread_map_bytes,
+)
+from seglog.engine.compaction.compactor import (
     CompactionRun,
     CompactionService,
     copy_store,
     read_compacted_records,
 )
 from seglog.engine.log import Log
-from seglog.engine.log_cleaner import CleanPlan, CleanResult, LogCleaner, per_thread_map_bytes
-from seglog.engine.metrics import RetentionCounters
+from seglog.engine.log.record_scan import ConsumedRecord
 from seglog.engine.progress import ProgressCallback
-from seglog.engine.record_scan import ConsumedRecord
+from seglog.engine.retention_counters import RetentionCounters
 from seglog.engine.run_history import RunHistory
 from seglog.engine.scheduler import Scheduler
 from seglog.engine.topic_catalogue import (

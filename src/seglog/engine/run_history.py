@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from seglog.core.retention import RetentionPlan
-from seglog.engine.compactor import CompactionRun
+from seglog.engine.compaction.compactor import CompactionRun
 from seglog.engine.log import Log
 from seglog.errors import SeglogError
 from seglog.format.topic_names import TopicPartition

@@ -2,7 +2,7 @@
 
 Runs on Spark executors (and in tests directly); no pyspark here. :func:`read_range` opens
 only the one partition it reads, read-only
-(:func:`seglog.engine.partition_reader.open_partition_log`), reads it ``read_bytes`` at a
+(:func:`seglog.engine.compaction.partition_reader.open_partition_log`), reads it ``read_bytes`` at a
 time (``Log.read``: whole batches from the one holding the position), decodes each chunk
 with :func:`seglog.format.columnar.scan_columns` and yields ``pa.RecordBatch``es of at most
 ``batch_rows`` rows with exactly :func:`seglog.spark.schema.arrow_read_schema`.
@@ -47,7 +47,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from seglog.config import BrokerConfig
-from seglog.engine.partition_reader import PartitionView, open_partition_log
+from seglog.engine.compaction.partition_reader import PartitionView, open_partition_log
 from seglog.errors import CorruptRecordError, DataLossError, UnknownTopicError
 from seglog.format.columnar import RecordColumns, scan_columns
 from seglog.format.reader import EndKind

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from seglog.config import BrokerConfig
+from seglog.engine.cleaning.log_cleaner import CleanResult
 from seglog.engine.cleaning_job import (
     PartitionCleaningOutcome,
     PartitionCleaningTask,
@@ -46,7 +47,6 @@ from seglog.engine.cleaning_job import (
     run_partition_task,
     run_shard_task,
 )
-from seglog.engine.log_cleaner import CleanResult
 from seglog.engine.log_manager import LogManager
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def compact(
 ) -> list[CleanResult]:
     """Clean every log of ``broker.log_dirs`` the cleaner would clean now, on ``spark``.
 
-    Returns one :class:`~seglog.engine.log_cleaner.CleanResult` per claimed partition (its
+    Returns one :class:`~seglog.engine.cleaning.log_cleaner.CleanResult` per claimed partition (its
     figures, or the error that left it as it was). Raises
     :class:`~seglog.errors.LogDirectoryLockedError` when another process has the directories
     open.

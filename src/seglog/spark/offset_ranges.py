@@ -30,10 +30,10 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from seglog.engine.compactor import copy_store, open_published
+from seglog.engine.compaction.compactor import copy_store, open_published
+from seglog.engine.compaction.partition_reader import PartitionView
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager
-from seglog.engine.partition_reader import PartitionView
 from seglog.errors import DataLossError, OffsetOutOfRangeError, SparkOptionError, UnknownTopicError
 from seglog.spark.options import EARLIEST, LATEST, OffsetKind, OffsetSpec, Strategy, StrategyKind
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import datetime as dt
 import operator
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -63,14 +63,10 @@ from pyspark.sql.datasource import (
 )
 
 from seglog.engine.log import Log
-from seglog.engine.log_manager import LogManager
 from seglog.errors import SparkOptionError
-from seglog.spark.arrow_reader import RangeRequest, read_range
+from seglog.spark.arrow_reader import read_range
 from seglog.spark.offset_ranges import (
-    TP,
     OffsetRange,
-    PartitionBounds,
-    bounds_of,
     discover,
     offset_for_timestamp,
     plan_ranges,
@@ -82,55 +78,15 @@ from seglog.spark.options import (
     include_headers_of,
     parse_source_options,
 )
+from seglog.spark.planning import open_manager, partition_bounds, range_partitions
 from seglog.spark.schema import read_schema_ddl
+from seglog.spark.streaming import SeglogStreamReader
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import DataSourceStreamReader, DataSourceWriter
     from pyspark.sql.types import StructType
 
 NEVER_NULL_COLUMNS = frozenset({"topic", "partition", "offset", "timestamp", "timestampType"})
-
-
-class RangePartition(InputPartition):
-    """One Spark input partition: a :class:`RangeRequest` (``value``)."""
-
-    def __init__(self, request: RangeRequest) -> None:
-        super().__init__(request)
-        self.request = request
-
-
-def range_partitions(options: SourceOptions, ranges: Iterable[OffsetRange]) -> list[InputPartition]:
-    """The input partitions reading ``ranges`` with ``options`` (a list, as Spark needs)."""
-    return [
-        RangePartition(
-            RangeRequest(
-                log_dirs=options.log_dirs,
-                config_path=options.config_path,
-                topic=r.topic,
-                partition=r.partition,
-                start=r.start,
-                end=r.end,
-                include_headers=options.include_headers,
-                read_compacted=options.read_compacted,
-                fail_on_data_loss=options.fail_on_data_loss,
-            )
-        )
-        for r in ranges
-    ]
-
-
-def open_manager(options: SourceOptions) -> LogManager:
-    """The data directories, read-only (no lock, nothing written); the caller closes it."""
-    return LogManager.open(options.broker_config(), read_only=True)
-
-
-def partition_bounds(
-    manager: LogManager, tps: Sequence[TP], options: SourceOptions
-) -> tuple[dict[TP, Log], dict[TP, PartitionBounds]]:
-    """Each partition's log and bounds."""
-    logs = {tp: manager.get_log(*tp) for tp in tps}
-    bounds = {tp: bounds_of(log, read_compacted=options.read_compacted) for tp, log in logs.items()}
-    return logs, bounds
 
 
 def fixed_schema(include_headers: bool) -> StructType:
@@ -194,8 +150,6 @@ class SeglogDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         """The Structured Streaming reader."""
-        from seglog.spark.streaming import SeglogStreamReader
-
         options = parse_source_options(self.options, is_streaming=True)
         check_schema(schema, options.include_headers)
         return SeglogStreamReader(options)

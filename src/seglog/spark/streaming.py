@@ -64,7 +64,7 @@ from seglog.spark.offset_ranges import (
     split_ranges,
 )
 from seglog.spark.options import SourceOptions
-from seglog.spark.source import open_manager, partition_bounds, range_partitions
+from seglog.spark.planning import open_manager, partition_bounds, range_partitions
 
 OffsetDict = dict[str, dict[str, int]]
 

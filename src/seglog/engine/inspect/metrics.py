@@ -70,16 +70,13 @@ that scrape and counted in ``seglog_metrics_collection_errors`` instead of faili
 
 from __future__ import annotations
 
-import logging
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from seglog.core.retention import RetentionPlan
-from seglog.engine.compactor import copy_store
+from seglog.engine.compaction.compactor import copy_store
 from seglog.errors import SeglogError
 from seglog.format.topic_names import TopicPartition
 
@@ -87,7 +84,6 @@ if TYPE_CHECKING:
     from seglog.engine.log import Log
     from seglog.engine.log_manager import LogManager
 
-LOG = logging.getLogger("seglog.retention")
 
 GAUGE = "gauge"
 COUNTER = "counter"
@@ -186,44 +182,6 @@ def _seglog(
 
 def _tp(tp: TopicPartition) -> tuple[str, str]:
     return (tp.topic, str(tp.partition))
-
-
-# --- retention counters -----------------------------------------------------------------------
-
-
-class RetentionCounters:
-    """What retention deleted in this process, per (partition, rule); thread-safe.
-
-    The manager records every applied plan (scheduler and cleaner threads alike); the
-    counts only grow, and start at zero in each process (they are not persisted).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts: dict[tuple[TopicPartition, str], tuple[int, int]] = {}
-
-    def record(self, tp: TopicPartition, plan: RetentionPlan) -> None:
-        """Count an applied plan's deletions, and log each deleted segment at INFO."""
-        if plan.is_empty:
-            return
-        with self._lock:
-            for deletion in plan.deletions:
-                key = (tp, str(deletion.rule))
-                segments, size = self._counts.get(key, (0, 0))
-                self._counts[key] = (segments + 1, size + deletion.size_bytes)
-        for deletion in plan.deletions:
-            LOG.info(
-                "retention deleted segment %d of %s (%d bytes): %s",
-                deletion.base_offset,
-                tp,
-                deletion.size_bytes,
-                deletion.reason,
-            )
-
-    def snapshot(self) -> dict[tuple[TopicPartition, str], tuple[int, int]]:
-        """(partition, rule) -> (segments, bytes) deleted so far."""
-        with self._lock:
-            return dict(self._counts)
 
 
 # --- collection -------------------------------------------------------------------------------

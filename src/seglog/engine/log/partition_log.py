@@ -53,7 +53,7 @@ from seglog.core.roll import (
     draw_roll_jitter_ms,
     roll_reason,
 )
-from seglog.engine.record_scan import ConsumedRecord, RecordScan, SkippedRange
+from seglog.engine.log.record_scan import ConsumedRecord, RecordScan, SkippedRange
 from seglog.errors import (
     InvalidConfigError,
     InvalidRecordError,
@@ -557,7 +557,6 @@ class Log:
         end_offset: int | None = None,
         *,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
-        read_compacted: bool = False,
         skip_corrupt: bool = False,
         on_skip: Callable[[SkippedRange], None] | None = None,
         check_gaps: bool = False,
@@ -565,9 +564,10 @@ class Log:
         """Data records from ``offset`` up to ``end_offset`` (default: LEO when called), lazily.
 
         Each batch is decoded once; control batches are skipped. An offset below the log
-        start raises ``OffsetOutOfRangeError``. With ``read_compacted`` the records are what a
-        read-compacted reader sees: the published compacted copy up to its horizon, then this
-        log after it (:func:`seglog.engine.compactor.iter_compacted_records`).
+        start raises ``OffsetOutOfRangeError``. What a read-compacted reader sees (the
+        published compacted copy up to its horizon, then this log) is read by
+        :func:`seglog.engine.compaction.compactor.iter_compacted_records`, which uses this method: a
+        ``Log`` knows nothing of its copy.
 
         **No silent stops.** Damage met on the way raises ``CorruptRecordError`` naming the
         file, the position and the offset being read, after every record before it has been
@@ -584,11 +584,6 @@ class Log:
         the next segment), and calls ``on_skip`` with a :class:`SkippedRange` for each
         range passed over.
         """
-        if read_compacted:
-            from seglog.engine.compactor import iter_compacted_records  # it imports this module
-
-            yield from iter_compacted_records(self, offset, end_offset)
-            return
         end = self.log_end_offset if end_offset is None else min(end_offset, self.log_end_offset)
         if offset >= end:
             return
@@ -615,10 +610,9 @@ class Log:
         max_records: int = 500,
         *,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
-        read_compacted: bool = False,
     ) -> list[ConsumedRecord]:
         """Up to ``max_records`` data records from ``offset`` (see :meth:`iter_records`)."""
-        records = self.iter_records(offset, max_bytes=max_bytes, read_compacted=read_compacted)
+        records = self.iter_records(offset, max_bytes=max_bytes)
         return list(itertools.islice(records, max_records))
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:

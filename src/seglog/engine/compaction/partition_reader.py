@@ -22,7 +22,7 @@ from pathlib import Path
 
 from seglog.clock import Clock, SystemClock
 from seglog.config import BrokerConfig, LogConfig
-from seglog.engine.compactor import copy_store, open_published
+from seglog.engine.compaction.compactor import copy_store, open_published
 from seglog.engine.log import Log
 from seglog.errors import CorruptCheckpointError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition, partition_dir_name
@@ -86,7 +86,7 @@ class PartitionView:
     ``horizon`` is the compaction horizon of the published compacted copy (-1 when
     ``read_compacted`` is false or nothing is published): offsets ``<= horizon`` are read
     from the copy (:meth:`read_copy`), the others from the log (:meth:`read_log`), as
-    :func:`seglog.engine.compactor.iter_compacted_records` does. The copy's segments stay
+    :func:`seglog.engine.compaction.compactor.iter_compacted_records` does. The copy's segments stay
     open (readable even if a newer copy replaces it meanwhile) until :meth:`close`.
     """
 

@@ -7,7 +7,7 @@ A run over one partition, with the compaction horizon H0 of the published copy (
    H0: the run is a no-op.
 2. **Phase one** builds key -> latest offset over the log *after* H0 only (the previous copy
    already holds each older key's latest record), with the same bounded offset map as the
-   Kafka-style cleaner (:class:`~seglog.engine.cleaner.Cleaner`). When the map fills, the
+   Kafka-style cleaner (:class:`~seglog.engine.cleaning.cleaner.Cleaner`). When the map fills, the
    run compacts only up to the batch before the one where it filled (H moves back to that
    batch's end, the map is rebuilt over the shorter range if it had taken part of that
    batch) and says so: a horizon always ends a batch, so copies never split one.
@@ -52,7 +52,7 @@ from typing import Any
 
 from seglog.clock import Clock
 from seglog.core.cleaning import delete_horizon_ms
-from seglog.engine.cleaner import (
+from seglog.engine.cleaning.cleaner import (
     Cleaner,
     CleanerStats,
     Producers,
@@ -60,7 +60,7 @@ from seglog.engine.cleaner import (
     never_done,
 )
 from seglog.engine.log import Log
-from seglog.engine.record_scan import ConsumedRecord, SkippedRange
+from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
 from seglog.errors import SeglogError, UnreadableFileError
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.atomic import fsync_directory

@@ -1,8 +1,9 @@
 """The log cleaner: threads that clean the filthiest compacted logs (spec ``kafka-cleaner.md`` §8).
 
 ``log.cleaner.threads`` threads (``kafka-log-cleaner-thread-<i>``), each with its own
-:class:`~seglog.engine.cleaner.Cleaner` and offset map of ``log.cleaner.dedupe.buffer.size /
-threads`` bytes (at most 2 GiB - 1), loop: choose the filthiest log (the cleaner manager marks
+:class:`~seglog.engine.cleaning.cleaner.Cleaner` and offset map of
+``log.cleaner.dedupe.buffer.size / threads`` bytes (at most 2 GiB - 1), loop: choose the
+filthiest log (the cleaner manager marks
 it in progress), clean it, write its checkpoint; then run retention on every compacted log
 nobody holds (``compact,delete`` logs get their time/size rules there, *after* cleaning, seed
 001 step 5; compact-only logs lose segments below the log start offset, KAFKA-7400); sleep
@@ -12,7 +13,7 @@ holds every thread's reads and writes to ``log.cleaner.io.max.bytes.per.second``
 Errors: an exception while cleaning a partition marks it uncleanable (KIP-346) and the thread
 goes on: until restart for an error of the data, for ``log.cleaner.backoff.ms`` for an I/O
 failure (a full disk: cleaning resumes by itself once space returns; see
-:mod:`seglog.engine.cleaner_manager`); an abort (pause, deletion) just ends the round;
+:mod:`seglog.engine.cleaning.cleaner_manager`); an abort (pause, deletion) just ends the round;
 anything escaping the loop kills the thread, counted by ``DeadThreadCount``.
 
 :meth:`LogCleaner.clean_once` runs one synchronous pass (``seglog clean --once``) and
@@ -33,8 +34,8 @@ from seglog.config import BrokerConfig
 from seglog.core.cleaning import group_segments_by_size
 from seglog.core.offset_map import OffsetMap
 from seglog.core.retention import RetentionPlan
-from seglog.engine.cleaner import Cleaner, CleanerStats, CleaningAbortedError, Throttler
-from seglog.engine.cleaner_manager import CleanerManager, CleaningCandidate
+from seglog.engine.cleaning.cleaner import Cleaner, CleanerStats, CleaningAbortedError, Throttler
+from seglog.engine.cleaning.cleaner_manager import CleanerManager, CleaningCandidate
 from seglog.engine.log import Log
 from seglog.engine.progress import ProgressCallback
 from seglog.errors import SeglogError

@@ -31,8 +31,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from seglog.engine.cleaner_manager import CleaningCandidate
-from seglog.engine.compactor import copy_store
+from seglog.engine.cleaning.cleaner_manager import CleaningCandidate
+from seglog.engine.compaction.compactor import copy_store
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager
 from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN

@@ -37,7 +37,7 @@ others. How long depends on the error:
   after the failure. :meth:`CleanerManager.maintain_uncleanable` (each cleaner loop, each
   pass) lifts marks whose retry time has come, so cleaning resumes by itself once space
   returns, at most one failed try per backoff; a pass asked for explicitly
-  (:meth:`~seglog.engine.log_cleaner.LogCleaner.clean_once`) retries them at once. A failed
+  (:meth:`~seglog.engine.cleaning.log_cleaner.LogCleaner.clean_once`) retries them at once. A failed
   round leaves the log as it was (the swap protocol and its recovery), so a retry is sound.
 
 Choosing (§2.5): every compacted log without a state and not uncleanable is a candidate;
