@@ -15,6 +15,17 @@ offsets are below the next one's base; LEO is the active segment's next offset;
 snapshot of the segment list without the lock, so a read never blocks an append and never sees
 a partial batch (a segment's readable size only grows after a whole append was written).
 
+The work is split by responsibility (as Kafka splits ``UnifiedLog``/``LocalLog``/``LogSegments``):
+
+* this module: :class:`Log` owns the offsets above, appends, rolls, flushes, truncation,
+  retention, DeleteRecords and the leader-epoch cache, and the one lock (``Log._lock``, an
+  ``RLock``) that every change of the log takes; its public methods are the API;
+* :mod:`seglog.engine.log.segment_list`: the published segment list (one ``(segments, bases)``
+  tuple), the cleaner's swap and its pending state, the two-step delete of segment files; it
+  takes no lock of its own: :class:`Log` calls its changing methods under ``Log._lock``;
+* :mod:`seglog.engine.log.reads`: reads and lookups on a snapshot (segment list, start and end
+  offsets read once), lock-free.
+
 Append (spec §5.1): validate each batch and assign offsets from LEO
 (:mod:`seglog.core.append_validation`), roll if a roll condition holds
 (:mod:`seglog.core.roll`), write, and flush when ``flush.messages`` is reached.
