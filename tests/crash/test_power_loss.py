@@ -188,7 +188,7 @@ def test_a_log_that_skips_its_directory_fsync_loses_acknowledged_records(
     """The mutant: ``Log.flush`` (and the roll's background flush) no longer fsync the
     partition directory. A new segment's name is then not durable when its records are
     acknowledged, and some power cut (undoing the creation) loses them: the model bites."""
-    import seglog.engine.log as log_module
+    import seglog.engine.log.partition_log as log_module
 
     monkeypatch.setattr(log_module, "fsync_directory", lambda directory: None)
     caught = []

@@ -2,7 +2,10 @@
 reads and swaps.
 
 * :mod:`~seglog.engine.log.partition_log`: :class:`Log`: appends and offsets, rolls,
-  flushes, truncation, retention, the cleaner's segment swap;
+  flushes, truncation, retention; it composes the two below and keeps the public API;
+* :mod:`~seglog.engine.log.segment_list`: the published segment list, the cleaner's segment
+  swap (``.cleaned``/``.swap``) and the two-step delete of segment files;
+* :mod:`~seglog.engine.log.reads`: reads and lookups (Fetch, ListOffsets) on a snapshot;
 * :mod:`~seglog.engine.log.record_scan`: the read loop behind :meth:`Log.iter_records`, which
   never stops silently at damage.
 
@@ -11,12 +14,14 @@ The names below are re-exported so ``from seglog.engine.log import Log`` keeps w
 
 from seglog.engine.log.partition_log import (
     APPEND_CHUNK_BYTES_MAX,
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
     PIPELINED_APPEND_MIN_BYTES,
-    FetchResult,
     Log,
     LogAppendInfo,
+)
+from seglog.engine.log.reads import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    FetchResult,
     OffsetAndTimestamp,
 )
 

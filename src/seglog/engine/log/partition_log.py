@@ -15,6 +15,17 @@ offsets are below the next one's base; LEO is the active segment's next offset;
 snapshot of the segment list without the lock, so a read never blocks an append and never sees
 a partial batch (a segment's readable size only grows after a whole append was written).
 
+The work is split by responsibility (as Kafka splits ``UnifiedLog``/``LocalLog``/``LogSegments``):
+
+* this module: :class:`Log` owns the offsets above, appends, rolls, flushes, truncation,
+  retention, DeleteRecords and the leader-epoch cache, and the one lock (``Log._lock``, an
+  ``RLock``) that every change of the log takes; its public methods are the API;
+* :mod:`seglog.engine.log.segment_list`: the published segment list (one ``(segments, bases)``
+  tuple), the cleaner's swap and its pending state, the two-step delete of segment files; it
+  takes no lock of its own: :class:`Log` calls its changing methods under ``Log._lock``;
+* :mod:`seglog.engine.log.reads`: reads and lookups on a snapshot (segment list, start and end
+  offsets read once), lock-free.
+
 Append (spec §5.1): validate each batch and assign offsets from LEO
 (:mod:`seglog.core.append_validation`), roll if a roll condition holds
 (:mod:`seglog.core.roll`), write, and flush when ``flush.messages`` is reached.
@@ -31,14 +42,11 @@ appends are checked whole first: waking a thread costs more than it saves there.
 
 from __future__ import annotations
 
-import bisect
-import contextlib
 import itertools
 import random
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
@@ -53,7 +61,14 @@ from seglog.core.roll import (
     draw_roll_jitter_ms,
     roll_reason,
 )
-from seglog.engine.log.record_scan import ConsumedRecord, RecordScan, SkippedRange
+from seglog.engine.log import reads
+from seglog.engine.log.reads import (
+    DEFAULT_FETCH_MAX_BYTES,
+    FetchResult,
+    OffsetAndTimestamp,
+)
+from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
+from seglog.engine.log.segment_list import SegmentList
 from seglog.errors import (
     InvalidConfigError,
     InvalidRecordError,
@@ -66,7 +81,7 @@ from seglog.format.checkpoint import (
     EpochEntry,
 )
 from seglog.format.compression import CompressionType
-from seglog.format.names import CLEANED_SUFFIX, DELETED_SUFFIX, SWAP_SUFFIX
+from seglog.format.names import DELETED_SUFFIX
 from seglog.format.records import Header
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.atomic import fsync_directory
@@ -76,17 +91,11 @@ from seglog.storage.partition_dirs import (
     read_leader_epochs,
     write_leader_epochs,
 )
-from seglog.storage.segment import FetchSlice, LogSegment
+from seglog.storage.segment import LogSegment
 from seglog.storage.side_threads import SideThreads
-from seglog.storage.swap_record import SwapRecord, remove_swap_record, write_swap_record
 
-DEFAULT_FETCH_MAX_BYTES = 1024 * 1024
 APPEND_CHUNK_BYTES_MAX = 4 * 1024 * 1024  # append_records: bytes per Log.append call
 PIPELINED_APPEND_MIN_BYTES = 256 * 1024  # appends this large write while checking CRCs
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
-EARLIEST_LOCAL_TIMESTAMP = -4
 
 
 class LogAppendInfo(NamedTuple):
@@ -100,30 +109,6 @@ class LogAppendInfo(NamedTuple):
     record_count: int
     size_bytes: int
     rolled: RollReason | None
-
-
-@dataclass(frozen=True, slots=True)
-class FetchResult:
-    """Bytes read from a log: whole batches from a batch boundary, maybe a partial last one."""
-
-    fetch_offset: int
-    data: bytes
-    high_watermark: int
-    log_start_offset: int
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetAndTimestamp:
-    """A ListOffsets answer: an offset and its record's timestamp (-1 for LATEST/EARLIEST)."""
-
-    offset: int
-    timestamp: int
-    leader_epoch: int = LEADER_EPOCH
-
-
-def _delete_now(segment: LogSegment) -> None:
-    """The default file deleter: unlink at once (a Log without a LogManager)."""
-    segment.delete_files()
 
 
 class Log:
@@ -153,23 +138,17 @@ class Log:
         self._flush_executor = flush_executor
         self._side_threads = side_threads
         self._owns_side_threads = False
-        # Physically removes a segment whose files were renamed ``.deleted``; the LogManager
-        # schedules it after file.delete.delay.ms. Without one it happens at once.
-        self._file_deleter = file_deleter or _delete_now
         self._append_where = f"append to {topic_partition}"  # error context, built once
         self._truncations = 0  # a background flush planned before a truncation is void
         self._lock = threading.RLock()
-        self._segments: tuple[LogSegment, ...] = tuple(loaded.segments)
-        self._bases: tuple[int, ...] = tuple(s.base_offset for s in loaded.segments)
+        # The published segments, their swaps and file deletions; changed under self._lock.
+        self._list = SegmentList(directory, loaded.segments, file_deleter)
         self.log_start_offset = loaded.log_start_offset
         self.log_end_offset = loaded.log_end_offset
         self.recovery_point = loaded.recovery_point
         self._last_flush_ms = clock.monotonic_ms()
         self._needs_dir_fsync = False
         self._failed_write = False  # a multi-file change failed half-way: recover at next open
-        # A swap that failed after its swap point (step 3 of replace_segments): (new segments,
-        # replaced segments); finished by _finish_swap before the next change of the list.
-        self._pending_swap: tuple[list[LogSegment], list[LogSegment]] | None = None
         self._closed = False
         self._epochs = self._load_epochs()
         self.active_segment.roll_jitter_ms = self._draw_jitter()
@@ -234,19 +213,19 @@ class Log:
     def __repr__(self) -> str:
         return (
             f"Log({self.topic_partition}, start={self.log_start_offset}, "
-            f"end={self.log_end_offset}, segments={len(self._segments)})"
+            f"end={self.log_end_offset}, segments={len(self._list.segments)})"
         )
 
     # --- views -------------------------------------------------------------------------------
     @property
     def segments(self) -> tuple[LogSegment, ...]:
         """The segments, oldest first (a snapshot; the last is the active one)."""
-        return self._segments
+        return self._list.view[0]
 
     @property
     def active_segment(self) -> LogSegment:
         """The segment that takes appends."""
-        return self._segments[-1]
+        return self._list.view[0][-1]
 
     @property
     def high_watermark(self) -> int:
@@ -255,11 +234,7 @@ class Log:
 
     def size_bytes(self) -> int:
         """Total ``.log`` bytes of every segment."""
-        return sum(s.size for s in self._segments)
-
-    def _floor_segment(self, offset: int) -> int:
-        """Index of the segment with the largest base offset <= ``offset`` (-1 if none)."""
-        return bisect.bisect_right(self._bases, offset) - 1
+        return sum(s.size for s in self._list.segments)
 
     # --- leader epochs -------------------------------------------------------------------------
     def _load_epochs(self) -> list[EpochEntry]:
@@ -436,7 +411,7 @@ class Log:
             LogSegment.remove_files_for(self.directory, new_base)
             old.on_become_inactive()
             segment = self._new_segment(new_base)
-            self._publish((*self._segments, segment))
+            self._list.publish((*self._list.segments, segment))
             self._needs_dir_fsync = True
             if self._flush_executor is None:
                 self.flush(new_base)
@@ -447,7 +422,7 @@ class Log:
     def _flush_rolled(self, new_base: int, truncations: int) -> None:
         """The background half of a roll: fsync what lies below the new segment, then move the
         recovery point there unless a truncation came in between (spec §5.4 step 6)."""
-        all_segments, point = self._segments, self.recovery_point
+        all_segments, point = self._list.segments, self.recovery_point
         segments = [
             segment
             for i, segment in enumerate(all_segments)
@@ -477,10 +452,6 @@ class Log:
         segment.preallocate(self.config.init_file_size)
         return segment
 
-    def _publish(self, segments: tuple[LogSegment, ...]) -> None:
-        self._segments = segments
-        self._bases = tuple(s.base_offset for s in segments)
-
     # --- flush ---------------------------------------------------------------------------------
     def flush(self, up_to_offset: int | None = None) -> None:
         """fsync every segment holding offsets in [recovery point, ``up_to_offset``) (spec §13)."""
@@ -490,7 +461,7 @@ class Log:
             target = self.log_end_offset if up_to_offset is None else up_to_offset
             if target <= self.recovery_point:
                 return
-            segments = self._segments
+            segments = self._list.segments
             for i, segment in enumerate(segments):
                 upper = (
                     segments[i + 1].base_offset if i + 1 < len(segments) else self.log_end_offset
@@ -524,32 +495,10 @@ class Log:
         result is empty. With ``min_one_message`` the first batch comes whole even when it is
         larger than ``max_bytes``.
         """
-        segments, bases = self._segments, self._bases
-        start, end = self.log_start_offset, self.log_end_offset
-        if offset < start or offset > end:
-            raise OffsetOutOfRangeError(
-                f"offset {offset} is outside [{start}, {end}] of {self.topic_partition}"
-            )
-        if offset == end:
-            return FetchResult(offset, b"", end, start)
-        found = self._read_slice(segments, bases, offset, max_bytes, min_one_message)
-        return FetchResult(offset, b"" if found is None else found[1].data, end, start)
-
-    @staticmethod
-    def _read_slice(
-        segments: tuple[LogSegment, ...],
-        bases: tuple[int, ...],
-        offset: int,
-        max_bytes: int,
-        min_one_message: bool,
-    ) -> tuple[LogSegment, FetchSlice] | None:
-        """The segment and bytes holding ``offset`` (or the next offset after it), or None."""
-        index = max(0, bisect.bisect_right(bases, offset) - 1)
-        for segment in segments[index:]:
-            fetched = segment.read(offset, max_bytes, min_one_message=min_one_message)
-            if fetched is not None:
-                return segment, fetched
-        return None
+        view, start, end = self._list.view, self.log_start_offset, self.log_end_offset
+        return reads.read(
+            view, start, end, self.topic_partition, offset, max_bytes, min_one_message
+        )
 
     def iter_records(
         self,
@@ -584,25 +533,15 @@ class Log:
         the next segment), and calls ``on_skip`` with a :class:`SkippedRange` for each
         range passed over.
         """
-        end = self.log_end_offset if end_offset is None else min(end_offset, self.log_end_offset)
-        if offset >= end:
-            return
-        start = self.log_start_offset
-        if offset < start:
-            raise OffsetOutOfRangeError(
-                f"offset {offset} is outside [{start}, {self.log_end_offset}] of "
-                f"{self.topic_partition}"
-            )
-        scan = RecordScan(
+        return reads.iter_records(
             self,
             offset,
-            end,
-            max_bytes,
+            end_offset,
+            max_bytes=max_bytes,
             skip_corrupt=skip_corrupt,
             on_skip=on_skip,
             check_gaps=check_gaps,
         )
-        yield from scan.records()
 
     def read_records(
         self,
@@ -618,36 +557,8 @@ class Log:
     def fetch_offset_by_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
         """Kafka's ListOffsets (spec §15.2): -1 latest, -2 earliest, -3 max timestamp, -4 earliest
         local, or the first offset whose record timestamp is >= ``timestamp`` (None if none)."""
-        segments = self._segments
-        start, end = self.log_start_offset, self.log_end_offset
-        if timestamp == LATEST_TIMESTAMP:
-            return OffsetAndTimestamp(end, -1)
-        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-            return OffsetAndTimestamp(start, -1)
-        if timestamp == MAX_TIMESTAMP:
-            best: LogSegment | None = None
-            for segment in segments:
-                if best is None or segment.max_timestamp_so_far > best.max_timestamp_so_far:
-                    best = segment
-            if best is None or best.max_timestamp_so_far < 0:
-                return None
-            match = best.find_max_timestamp_record()
-            return (
-                None
-                if match is None
-                else OffsetAndTimestamp(match.offset, match.timestamp, match.leader_epoch)
-            )
-        if timestamp < 0:
-            raise InvalidRecordError(f"unknown ListOffsets timestamp {timestamp}")
-        for segment in segments:
-            if segment.largest_timestamp() < timestamp:
-                continue
-            match = segment.find_offset_by_timestamp(timestamp, start)
-            if match is not None and match.offset < end:
-                return OffsetAndTimestamp(match.offset, match.timestamp, match.leader_epoch)
-            if match is not None:
-                return None
-        return None
+        segments, start, end = self._list.segments, self.log_start_offset, self.log_end_offset
+        return reads.fetch_offset_by_timestamp(segments, start, end, timestamp)
 
     # --- truncation ----------------------------------------------------------------------------
     def truncate_to(self, offset: int) -> int:
@@ -661,14 +572,14 @@ class Log:
         """
         with self._lock:
             self._check_writable()
-            self._finish_swap()
+            self._list.finish_swap()
             if offset < 0:
                 raise OffsetOutOfRangeError(f"cannot truncate {self.topic_partition} to {offset}")
             if offset >= self.log_end_offset:
                 return 0
-            floor = self._floor_segment(offset)
+            floor = self._list.floor(offset)
             if floor >= 0:
-                location = self._segments[floor].translate_offset(offset)
+                location = self._list.segments[floor].translate_offset(offset)
                 if location is not None and location.first_offset < offset:
                     raise InvalidRecordError(
                         f"cannot truncate {self.topic_partition} to {offset}: it is inside the "
@@ -676,17 +587,18 @@ class Log:
                         f"truncate to {location.first_offset} or {location.last_offset + 1}"
                     )
             removed = 0
-            keep = [s for s in self._segments if s.base_offset < offset]
-            drop = [s for s in self._segments if s.base_offset >= offset]
+            segments = self._list.segments
+            keep = [s for s in segments if s.base_offset < offset]
+            drop = [s for s in segments if s.base_offset >= offset]
             if keep:
-                self._publish(tuple(keep))  # readers stop finding the dropped segments first
+                self._list.publish(tuple(keep))  # readers stop finding the dropped segments first
             for segment in drop:
                 removed += segment.size
-                self._delete_segment_files(segment)
+                self._list.delete_segment_files(segment)
             if not keep:
                 keep = [self._new_segment(offset)]
                 self.log_start_offset = offset
-                self._publish(tuple(keep))
+                self._list.publish(tuple(keep))
             tail = keep[-1]
             removed += tail.truncate_to(offset, self.clock.now_ms())
             tail.make_active()
@@ -698,13 +610,6 @@ class Log:
             write_leader_epochs(self.directory, self._epochs)
             fsync_directory(self.directory)
             return removed
-
-    def _delete_segment_files(self, segment: LogSegment) -> None:
-        """Two-step delete (spec §11.1): rename to ``.deleted`` now, unlink through the file
-        deleter (after ``file.delete.delay.ms`` under a LogManager), so a read that already
-        holds the segment finishes."""
-        segment.change_file_suffix(DELETED_SUFFIX)
-        self._file_deleter(segment)
 
     # --- retention (spec §14) ----------------------------------------------------------------
     def retention_settings(self) -> RetentionSettings:
@@ -718,7 +623,7 @@ class Log:
     def plan_retention(self, now_ms: int | None = None) -> RetentionPlan:
         """What retention would delete now (nothing is changed)."""
         now = self.clock.now_ms() if now_ms is None else now_ms
-        segments = self._segments
+        segments = self._list.segments
         facts = [
             SegmentFacts(
                 s.base_offset, s.size, s.largest_timestamp(), is_active=i == len(segments) - 1
@@ -756,15 +661,16 @@ class Log:
         """
         with self._lock:
             self._check_writable()
-            self._finish_swap()
+            self._list.finish_swap()
             plan = self.plan_retention(now_ms)
             if plan.is_empty:
                 return plan
             if plan.needs_roll:
                 self.roll()
             doomed = {d.base_offset for d in plan.deletions}
-            victims = [s for s in self._segments if s.base_offset in doomed]
-            assert victims and victims[-1] is not self._segments[-1]
+            segments = self._list.segments
+            victims = [s for s in segments if s.base_offset in doomed]
+            assert victims and victims[-1] is not segments[-1]
             assert plan.new_log_start_offset is not None
             self._raise_log_start_offset(plan.new_log_start_offset)
             renamed: list[LogSegment] = []
@@ -778,13 +684,13 @@ class Log:
             finally:
                 if renamed:
                     gone = {id(s) for s in renamed}
-                    self._publish(tuple(s for s in self._segments if id(s) not in gone))
+                    self._list.publish(tuple(s for s in self._list.segments if id(s) not in gone))
                     self._needs_dir_fsync = True
                     for segment in renamed:
                         # Its .log is already .deleted: it is gone after a restart; the
                         # deleter removes whatever files of it are left (live-named indexes
                         # of a half-renamed segment too).
-                        self._file_deleter(segment)
+                        self._list.file_deleter(segment)
             fsync_directory(self.directory)
             self._needs_dir_fsync = False
             return plan
@@ -823,7 +729,7 @@ class Log:
     # --- the log cleaner's view and its swap (spec kafka-cleaner §6) ---------------------------
     def cleaner_segment_facts(self) -> list[CleanerSegmentFacts]:
         """Per segment, what the cleaner's planning reads (sizes, timestamps, index entries)."""
-        segments = self._segments
+        segments = self._list.segments
         last = len(segments) - 1
         return [
             CleanerSegmentFacts(
@@ -840,41 +746,29 @@ class Log:
 
     def new_cleaned_segment(self, base_offset: int) -> LogSegment:
         """An empty ``{base}.log.cleaned`` segment (stale ``.cleaned`` files removed first)."""
-        LogSegment.remove_files_for(self.directory, base_offset, CLEANED_SUFFIX)
-        return LogSegment(
-            self.directory,
+        return self._list.new_cleaned_segment(
             base_offset,
             index_interval_bytes=self.config.index_interval_bytes,
             segment_index_bytes=self.config.segment_index_bytes,
-            created_ms=self.clock.now_ms(),
-            file_suffix=CLEANED_SUFFIX,
+            now_ms=self.clock.now_ms(),
         )
 
     def adopt_cleaned_segment(self, base_offset: int) -> LogSegment:
         """Open a finished ``{base}.log.cleaned`` segment written by another process (a
         cleaning job's task), ready for :meth:`replace_segments`."""
         self._check_writable()
-        return LogSegment(
-            self.directory,
+        return self._list.adopt_cleaned_segment(
             base_offset,
             index_interval_bytes=self.config.index_interval_bytes,
             segment_index_bytes=self.config.segment_index_bytes,
-            created_ms=self.clock.now_ms(),
-            file_suffix=CLEANED_SUFFIX,
+            now_ms=self.clock.now_ms(),
         )
 
     def remove_cleaned_files(self) -> list[str]:
         """Remove every ``.cleaned`` file of this log (an abandoned round's output; never part
         of the log). Returns the names removed."""
         self._check_writable()
-        removed = []
-        for path in sorted(self.directory.iterdir()):
-            if path.name.endswith(CLEANED_SUFFIX) and path.is_file():
-                base = path.name.split(".", 1)[0]
-                if base.isdigit():
-                    LogSegment.remove_files_for(self.directory, int(base), CLEANED_SUFFIX)
-                    removed.append(path.name)
-        return removed
+        return self._list.remove_cleaned_files()
 
     def replace_segments(
         self, new_segments: Sequence[LogSegment], old_segments: Sequence[LogSegment]
@@ -917,69 +811,21 @@ class Log:
         """
         with self._lock:
             self._check_writable()
-            self._finish_swap()
-            current = {id(s) for s in self._segments}
-            old = sorted((s for s in old_segments if id(s) in current), key=lambda s: s.base_offset)
-            new = sorted(new_segments, key=lambda s: s.base_offset)
-            if not new:
-                raise ValueError("replace_segments needs at least one new segment")
-            try:
-                write_swap_record(
-                    self.directory,
-                    SwapRecord(
-                        tuple(s.base_offset for s in new), tuple(s.base_offset for s in old)
-                    ),
-                )
-                for segment in reversed(new):
-                    segment.change_file_suffix(SWAP_SUFFIX)
-            except BaseException:
-                for segment in new:  # not listed yet: nothing reads them
-                    with contextlib.suppress(OSError):
-                        segment.delete_files()
-                raise
-            doomed = {id(s) for s in old}
-            kept = [s for s in self._segments if id(s) not in doomed]
-            new_bases = {s.base_offset for s in new}
-            kept = [s for s in kept if s.base_offset not in new_bases]
-            merged = sorted([*kept, *new], key=lambda s: s.base_offset)
-            assert merged[-1] is self._segments[-1], "the active segment is never replaced"
-            self._publish(tuple(merged))
-            self._pending_swap = (new, old)
-            self._finish_swap()
-            return old
-
-    def _finish_swap(self) -> None:
-        """Steps 4-6 of :meth:`replace_segments` for a pending swap (none: nothing to do).
-        Each rename is skipped when already done, so a retry after a failure goes on where
-        it stopped; the swap stays pending until every step succeeded."""
-        pending = self._pending_swap
-        if pending is None:
-            return
-        new, old = pending
-        for segment in old:
-            segment.change_file_suffix(DELETED_SUFFIX)
-        for segment in new:
-            segment.change_file_suffix("")
-        fsync_directory(self.directory)
-        remove_swap_record(self.directory)
-        self._pending_swap = None
-        for segment in old:
-            self._file_deleter(segment)
+            self._list.finish_swap()
+            return self._list.replace(new_segments, old_segments)
 
     def finish_pending_swap(self) -> bool:
         """Finish a swap that failed after its swap point, if any (see
         :meth:`replace_segments`); True when none is left pending. Raises what the disk says."""
         with self._lock:
             if self.writable and not self._closed:
-                self._finish_swap()
-            return self._pending_swap is None
+                self._list.finish_swap()
+            return self._list.pending_swap is None
 
     def release_retired_files(self) -> None:
         """Close, without writing, the handles of segments a pending swap replaced (they are
         out of the segment list, so closing the listed segments does not reach them)."""
-        if self._pending_swap is not None:
-            for segment in self._pending_swap[1]:
-                segment.release_files()
+        self._list.release_retired_files()
 
     @property
     def needs_recovery(self) -> bool:
@@ -987,8 +833,8 @@ class Log:
         (the LogManager then writes no clean-shutdown marker)."""
         return (
             self._failed_write
-            or self._pending_swap is not None
-            or any(s.needs_recovery for s in self._segments)
+            or self._list.pending_swap is not None
+            or any(s.needs_recovery for s in self._list.segments)
         )
 
     def mark_needs_recovery(self) -> None:
@@ -1003,14 +849,14 @@ class Log:
                 return
             if self.writable:
                 try:
-                    self._finish_swap()
+                    self._list.finish_swap()
                 except BaseException:
                     self.release_retired_files()
                     raise
                 self.flush()
                 self.active_segment.on_become_inactive()
                 self.active_segment.flush()
-            for segment in self._segments:
+            for segment in self._list.segments:
                 segment.close()
             self._closed = True
             if self._owns_side_threads and self._side_threads is not None:
