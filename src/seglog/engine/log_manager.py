@@ -7,7 +7,9 @@ its public API is that of one class:
 * :mod:`seglog.engine.topics`: the topic metadata (``seglog-topics.json``), config resolution
   and the crash-safe topic operations (create, delete, alter, describe);
 * :mod:`seglog.engine.checkpoints`: the per-root offset checkpoints (recovery points, log start
-  offsets, high watermarks).
+  offsets, high watermarks);
+* :mod:`seglog.engine.log_retention`: retention and DeleteRecords (what moves log start
+  offsets, each move checkpointed).
 
 The maps of open logs (``_logs``) and of their roots (``_log_root``) are created here and
 shared by reference with both helpers; only startup and :class:`~seglog.engine.topics.Topics`
@@ -31,7 +33,6 @@ seglog opens a directory a broker owns, or the corpus.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -60,6 +61,7 @@ from seglog.engine.compaction.compactor import (
 )
 from seglog.engine.log import Log
 from seglog.engine.log.record_scan import ConsumedRecord
+from seglog.engine.log_retention import LogRetention
 from seglog.engine.progress import ProgressCallback
 from seglog.engine.retention_counters import RetentionCounters
 from seglog.engine.run_history import RunHistory
@@ -75,7 +77,6 @@ from seglog.engine.topics import (
 from seglog.errors import (
     CorruptCheckpointError,
     InvalidConfigError,
-    OffsetOutOfRangeError,
     SeglogError,
     UnknownTopicError,
 )
@@ -194,6 +195,16 @@ class LogManager:
             open_new_log=self._open_new_log,
             check_writable=self._check_writable,
             checkpoint_all=self.checkpoint_all,
+        )
+        self._retention = LogRetention(
+            self._topic_ops,
+            clock=self.clock,
+            read_only=read_only,
+            cleaner_manager=self.cleaner_manager,
+            history=self.history,
+            counters=self.retention_counters,
+            checkpoint_log_start_offsets=self.checkpoint_log_start_offsets,
+            check_writable=self._check_writable,
         )
 
     @classmethod
@@ -531,57 +542,13 @@ class LogManager:
 
     def run_retention(self, *, dry_run: bool = False) -> list[tuple[TopicPartition, RetentionPlan]]:
         """Retention over every log (the scheduler's ``kafka-log-retention`` task); returns
-        what was deleted per partition (``dry_run``: what would be, changing nothing).
-
-        Kafka runs this task only for logs without ``compact`` and leaves compacted logs to
-        the cleaner; seglog runs it for every log, so a ``compact`` log still loses segments
-        below its log start offset and a ``compact,delete`` log gets its size and time rules.
-        """
-        results: list[tuple[TopicPartition, RetentionPlan]] = []
-        for tp, log in sorted(self.managed_logs().items()):
-            if dry_run or self.read_only:
-                plan = log.plan_retention()
-            else:
-                # Claim the log from the cleaner first, so the two never work on one log at
-                # once (KAFKA-7322); a log being cleaned gets its retention from the cleaner
-                # right after the round.
-                with self.cleaner_manager.deleting(tp) as claimed:
-                    if not claimed:
-                        continue
-                    plan = self._apply_retention(log)
-            if not plan.is_empty:
-                results.append((tp, plan))
-        if results and not dry_run and not self.read_only:
-            self.checkpoint_log_start_offsets()
-        return results
+        what was deleted per partition (``dry_run``: what would be, changing nothing); see
+        :mod:`seglog.engine.log_retention`."""
+        return self._retention.run_retention(dry_run=dry_run)
 
     def _retain(self, tp: TopicPartition, log: Log) -> RetentionPlan | None:
         """Retention on one log the cleaner holds (after cleaning it); checkpoints follow."""
-        if self.read_only:
-            return None
-        plan = self._apply_retention(log)
-        if not plan.is_empty:
-            self.checkpoint_log_start_offsets()
-        return plan
-
-    def _apply_retention(self, log: Log) -> RetentionPlan:
-        """``log.apply_retention()``; when it fails half-way (a rename on a full disk), the
-        segments not yet renamed stay listed below the raised log start offset (the next
-        pass deletes them) and that offset is checkpointed anyway, so they never come back
-        as readable data after a restart. What it deleted is recorded in the retention
-        history."""
-        try:
-            now_ms = self.clock.now_ms()
-            plan = log.apply_retention(now_ms)
-            self.history.record_retention(log, plan, now_ms)
-            self.retention_counters.record(log.topic_partition, plan)
-            return plan
-        except OSError:
-            log.mark_needs_recovery()
-            # If the disk still fails, the error below is the one to report.
-            with contextlib.suppress(OSError):
-                self.checkpoint_log_start_offsets()
-            raise
+        return self._retention.retain(tp, log)
 
     # --- the log cleaner ------------------------------------------------------------------------
     def clean_once(
@@ -675,22 +642,7 @@ class LogManager:
     def delete_records(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """DeleteRecords for several partitions (offset -1 = high watermark); returns each new
         log start offset. Every partition is checked before any is changed."""
-        self._check_writable()
-        logs = {tp: self.get_log(tp.topic, tp.partition) for tp in offsets}
-        for tp in logs:
-            self._check_config_known(tp.topic, "delete records of")
-        for tp, log in logs.items():
-            if not log.config.has_delete:
-                raise InvalidConfigError(f"delete-records on {tp} needs cleanup.policy with delete")
-            offset = offsets[tp]
-            if offset != -1 and not 0 <= offset <= log.high_watermark:
-                raise OffsetOutOfRangeError(
-                    f"delete-records offset {offset} on {tp} is outside [0, "
-                    f"{log.high_watermark}] (the high watermark)"
-                )
-        result = {tp: log.delete_records(offsets[tp]) for tp, log in logs.items()}
-        self.checkpoint_log_start_offsets()
-        return result
+        return self._retention.delete_records(offsets)
 
     # --- flush and checkpoints --------------------------------------------------------------------
     def flush_due_logs(self) -> None:
