@@ -1,34 +1,31 @@
 """The LogManager: every log directory, topic and partition of one node (Kafka's ``LogManager``).
 
+This module owns the life of the node: startup, the scheduled tasks, the retention, cleaner and
+compaction entry points, and shutdown. It composes two helpers and keeps delegating methods, so
+its public API is that of one class:
+
+* :mod:`seglog.engine.topics`: the topic metadata (``seglog-topics.json``), config resolution
+  and the crash-safe topic operations (create, delete, alter, describe);
+* :mod:`seglog.engine.checkpoints`: the per-root offset checkpoints (recovery points, log start
+  offsets, high watermarks);
+* :mod:`seglog.engine.log_retention`: retention and DeleteRecords (what moves log start
+  offsets, each move checkpointed).
+
+The maps of open logs (``_logs``) and of their roots (``_log_root``) are created here and
+shared by reference with both helpers; only startup and :class:`~seglog.engine.topics.Topics`
+(creating or deleting partitions) change them.
+
 Startup, per root of ``log.dirs``: take ``.lock``; read or create ``meta.properties`` (all roots
 must name the same cluster); remove stray ``*.tmp``; take the ``.kafka_cleanshutdown`` marker;
 read the recovery-point and log-start checkpoints; open every partition directory (recovering
 it unless the shutdown was clean); queue ``-delete`` directories for removal. Then topics are
 reconciled with ``seglog-topics.json`` (the newest generation over all roots): a topic marked
 ``deleting`` finishes its deletion; a partition the metadata lists but no root holds is created
-(a crash during topic creation).
-
-Topic operations, each crash-safe by its order of steps:
-
-* **create**: 1. write the topic into every root's metadata; 2. create each partition's
-  directory (``partition.metadata`` first) in the root holding the fewest partitions.
-  *Crash after 1*: the next start creates the missing partitions.
-* **delete**: 1. mark the topic ``deleting`` in the metadata; 2. close its logs and rename each
-  partition directory to ``{topic}-{p}.{uuid}-delete``; 3. drop the topic from the metadata;
-  4. after ``file.delete.delay.ms`` remove the renamed directories. *Crash after 1 or 2*: the
-  next start finishes 2 and 3; *after 3*: the ``-delete`` directories are removed at start
-  (at once: no reader can hold them then; Kafka waits the delay there too).
-* **alter**: validate, then write the new overrides; logs use the new config at once.
+(a crash during topic creation); the queued ``-delete`` directories are removed.
 
 Shutdown: flush and close every log, write the checkpoints, then ``.kafka_cleanshutdown`` in
-each root, then release the locks.
-
-Topic configs are resolved by :mod:`seglog.engine.topic_catalogue` (seglog's overrides over
-the KRaft metadata image of the log directories, read-only, over the broker config). A topic
-whose configs cannot be known is opened and readable but never retained, cleaned or compacted
-until its ``cleanup.policy`` is set with ``alter``; topics found on disk (a broker's) can be
-altered and deleted like those seglog created, their overrides kept in ``seglog-topics.json``
-only. ``__cluster_metadata`` is never opened.
+each root (not in a root holding a log whose failed write could not be undone), then release
+the locks.
 
 A ``read_only`` manager never writes, renames or deletes anything (no lock either): it is how
 seglog opens a directory a broker owns, or the corpus.
@@ -36,10 +33,8 @@ seglog opens a directory a broker owns, or the corpus.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -49,6 +44,7 @@ from seglog.clock import Clock, SystemClock
 from seglog.config import BrokerConfig, LogConfig
 from seglog.core.offset_map import OffsetMap
 from seglog.core.retention import RetentionPlan
+from seglog.engine.checkpoints import OffsetCheckpoints, read_startup_offsets
 from seglog.engine.cleaning.cleaner import Cleaner
 from seglog.engine.cleaning.cleaner_manager import CleanerManager
 from seglog.engine.cleaning.log_cleaner import (
@@ -65,62 +61,43 @@ from seglog.engine.compaction.compactor import (
 )
 from seglog.engine.log import Log
 from seglog.engine.log.record_scan import ConsumedRecord
+from seglog.engine.log_retention import LogRetention
 from seglog.engine.progress import ProgressCallback
 from seglog.engine.retention_counters import RetentionCounters
 from seglog.engine.run_history import RunHistory
 from seglog.engine.scheduler import Scheduler
-from seglog.engine.topic_catalogue import (
-    CONFIGS_UNKNOWN,
-    ResolvedTopic,
-    TopicCatalogue,
-    check_not_metadata_topic,
-    describe_sources,
+from seglog.engine.topic_catalogue import ResolvedTopic, TopicCatalogue
+from seglog.engine.topics import (
+    MAX_PARTITIONS_PER_TOPIC,
+    PartitionInfo,
+    SegmentInfo,
+    TopicDescription,
+    Topics,
 )
 from seglog.errors import (
     CorruptCheckpointError,
     InvalidConfigError,
-    InvalidTopicError,
-    OffsetOutOfRangeError,
     SeglogError,
-    TopicExistsError,
     UnknownTopicError,
 )
-from seglog.format.checkpoint import (
-    MetaProperties,
-    new_cluster_id,
-    new_directory_id,
-    new_topic_id,
-)
-from seglog.format.topic_names import (
-    PartitionDirKind,
-    TopicPartition,
-    delete_dir_name,
-    parse_partition_dir_name,
-    partition_dir_name,
-    validate_partition,
-    validate_topic_name,
-)
+from seglog.format.checkpoint import MetaProperties, new_cluster_id, new_directory_id
+from seglog.format.topic_names import PartitionDirKind, TopicPartition, parse_partition_dir_name
 from seglog.storage.compacted_copy import CompactionStatus
 from seglog.storage.kraft_image import read_metadata_image
 from seglog.storage.loader import LoadReport
-from seglog.storage.log_dir import (
-    LOG_START_OFFSET_CHECKPOINT,
-    RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
-    TOPICS_FILE,
-    LogDirectory,
-    TopicMetadata,
-    TopicsFile,
-)
-from seglog.storage.partition_dirs import (
-    create_partition_dir,
-    list_partition_dirs,
-    read_partition_topic_id,
-    remove_partition_dir,
-    rename_partition_dir,
-)
+from seglog.storage.log_dir import LogDirectory, TopicsFile
+from seglog.storage.partition_dirs import list_partition_dirs, remove_partition_dir
 from seglog.storage.segment import LogSegment
 from seglog.storage.side_threads import SideThreads
+
+__all__ = [
+    "MAX_PARTITIONS_PER_TOPIC",
+    "LogManager",
+    "PartitionInfo",
+    "SegmentInfo",
+    "TopicDescription",
+    "open_log_dirs",
+]
 
 
 def _topic_partition_of(directory: Path) -> tuple[str, int]:
@@ -130,48 +107,7 @@ def _topic_partition_of(directory: Path) -> tuple[str, int]:
 
 
 KRAFT_METADATA_TOPIC = "__cluster_metadata"
-MAX_PARTITIONS_PER_TOPIC = 100_000
 LONG_MAX = (1 << 63) - 1
-
-
-@dataclass(frozen=True, slots=True)
-class SegmentInfo:
-    """A segment as ``topics describe`` shows it."""
-
-    base_offset: int
-    size_bytes: int
-    offset_index_entries: int
-    time_index_entries: int
-    max_timestamp: int
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionInfo:
-    """A partition as ``topics describe`` shows it."""
-
-    partition: int
-    directory: str
-    log_start_offset: int
-    log_end_offset: int
-    high_watermark: int
-    recovery_point: int
-    size_bytes: int
-    segments: tuple[SegmentInfo, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class TopicDescription:
-    """A topic: id, overrides, effective config and partitions; ``sources`` names where each
-    config came from (see :mod:`seglog.engine.topic_catalogue`); ``configs_known`` False: seglog
-    leaves the topic alone until its cleanup.policy is set."""
-
-    name: str
-    topic_id: str
-    overrides: dict[str, str]
-    config: dict[str, str]
-    partitions: tuple[PartitionInfo, ...]
-    sources: dict[str, str] = field(default_factory=dict)
-    configs_known: bool = True
 
 
 @dataclass(slots=True)
@@ -210,9 +146,6 @@ class LogManager:
         ]
         self._logs: dict[TopicPartition, Log] = {}
         self._log_root: dict[TopicPartition, int] = {}
-        self._topics = TopicsFile()
-        self.catalogue = TopicCatalogue(broker, None, broker.node_id)
-        self._known: dict[str, bool] = {}  # topic -> configs known (cleared on every change)
         self.load_reports: list[LoadReport] = []
         self.metadata_problems: list[str] = []  # damaged topic-metadata copies that were skipped
         self.meta: MetaProperties | None = None
@@ -245,6 +178,33 @@ class LogManager:
             self.clock,
             lambda log: self.cleaner_manager.checkpoints().get(log.topic_partition),
             record_run=self.history.record_compaction,
+        )
+        directories = [root.directory for root in self._roots]
+        self._checkpoints = OffsetCheckpoints(
+            directories, self._logs, self._log_root, read_only=read_only
+        )
+        self._topic_ops = Topics(
+            broker,
+            directories,
+            self._logs,
+            self._log_root,
+            lock=self._lock,
+            scheduler=self.scheduler,
+            cleaner_manager=self.cleaner_manager,
+            history=self.history,
+            open_new_log=self._open_new_log,
+            check_writable=self._check_writable,
+            checkpoint_all=self.checkpoint_all,
+        )
+        self._retention = LogRetention(
+            self._topic_ops,
+            clock=self.clock,
+            read_only=read_only,
+            cleaner_manager=self.cleaner_manager,
+            history=self.history,
+            counters=self.retention_counters,
+            checkpoint_log_start_offsets=self.checkpoint_log_start_offsets,
+            check_writable=self._check_writable,
         )
 
     @classmethod
@@ -306,7 +266,7 @@ class LogManager:
             # retention to a compacted topic): refuse, naming the file to repair or remove.
             raise damaged[0]
         self.metadata_problems = [str(exc) for exc in damaged]
-        self._topics = newest or TopicsFile()
+        self._topic_ops.file = newest or TopicsFile()
         self._load_metadata_image()
         if self._progress is not None:
             self._progress_total = sum(
@@ -360,14 +320,13 @@ class LogManager:
                 self.metadata_problems.append(f"KRaft metadata not used: {exc}")
                 continue
             if image is not None:
-                self.catalogue = TopicCatalogue(self.broker, image, node_id)
+                self._topic_ops.catalogue = TopicCatalogue(self.broker, image, node_id)
                 return
-        self.catalogue = TopicCatalogue(self.broker, None, node_id)
+        self._topic_ops.catalogue = TopicCatalogue(self.broker, None, node_id)
 
     def _load_root(self, index: int, root: _Root) -> None:
         directory = root.directory
-        recovery_points = directory.read_offsets(RECOVERY_POINT_CHECKPOINT)
-        log_starts = directory.read_offsets(LOG_START_OFFSET_CHECKPOINT)
+        offsets = read_startup_offsets(directory)
         for path, parsed in list_partition_dirs(directory.path):
             if parsed.kind is PartitionDirKind.DELETE:
                 root.pending_deletes.append(path)
@@ -380,7 +339,7 @@ class LogManager:
                     f"partition {tp} is in two log directories: "
                     f"{self._logs[tp].directory} and {path}"
                 )
-            meta = self._topics.topics.get(tp.topic)
+            meta = self._topic_ops.file.topics.get(tp.topic)
             if meta is not None and meta.deleting:
                 continue  # finished by _reconcile_topics
             log = Log.open(
@@ -388,8 +347,8 @@ class LogManager:
                 tp,
                 self.log_config(tp.topic),
                 clock=self.clock,
-                recovery_point=recovery_points.get(tp, 0),
-                log_start_offset=log_starts.get(tp, 0),
+                recovery_point=offsets.recovery_points.get(tp, 0),
+                log_start_offset=offsets.log_starts.get(tp, 0),
                 had_clean_shutdown=root.had_clean_shutdown,
                 writable=not self.read_only,
                 flush_executor=self._flush_executor,
@@ -405,15 +364,7 @@ class LogManager:
                 self._progress(len(self._logs), total)
 
     def _reconcile_topics(self) -> None:
-        for name, meta in list(self._topics.topics.items()):
-            if meta.deleting:
-                self._finish_delete(name, remove_now=True)  # no reader yet: see below
-                continue
-            if meta.discovered:
-                continue  # a broker's topic: its partitions are those on disk
-            for partition in range(meta.partitions):
-                if TopicPartition(name, partition) not in self._logs:
-                    self._create_partition(TopicPartition(name, partition), meta.topic_id)
+        self._topic_ops.reconcile()
         for root in self._roots:
             # Kafka waits file.delete.delay.ms after queueing these at startup too, so that
             # readers of the old broker process finish. A directory found at startup has no
@@ -467,112 +418,55 @@ class LogManager:
                     name, action, delay_ms=broker.log_initial_task_delay_ms, period_ms=period
                 )
 
-    # --- configs --------------------------------------------------------------------------------
+    # --- topics and configs (seglog.engine.topics) ------------------------------------------
+    @property
+    def catalogue(self) -> TopicCatalogue:
+        """How topic configs are resolved (set at startup from the KRaft metadata image)."""
+        return self._topic_ops.catalogue
+
+    @property
+    def _topics(self) -> TopicsFile:
+        return self._topic_ops.file
+
+    def _write_topics(self) -> None:
+        self._topic_ops.write()
+
     def log_config(self, topic: str, overrides: Mapping[str, str] | None = None) -> LogConfig:
         """The effective config of a topic (see :mod:`seglog.engine.topic_catalogue`);
         ``overrides`` in place of seglog's stored ones (to validate a change)."""
-        return self.resolve_topic(topic, overrides).config
+        return self._topic_ops.log_config(topic, overrides)
 
     def resolve_topic(
         self, topic: str, overrides: Mapping[str, str] | None = None
     ) -> ResolvedTopic:
         """A topic's config, sources, id and whether its configs are known."""
-        meta = self._topics.topics.get(topic)
-        disk_id = None
-        if meta is None or not meta.topic_id:
-            disk_id = self._disk_topic_id(topic)  # used when the metadata image has no id
-        if overrides is not None:
-            return self.catalogue.resolve(topic, meta, disk_topic_id=disk_id, overrides=overrides)
-        try:
-            return self.catalogue.resolve(topic, meta, disk_topic_id=disk_id)
-        except InvalidConfigError as exc:
-            if meta is None or not meta.configs:
-                raise
-            # Stored overrides were valid when written: the metadata file is damaged.
-            raise InvalidConfigError(
-                f"the topic metadata ({TOPICS_FILE} in the log directories) holds a config "
-                f"of topic {topic!r} that is not valid, so the file is damaged: {exc}"
-            ) from exc
-
-    def _disk_topic_id(self, topic: str) -> str | None:
-        """The id in the ``partition.metadata`` of the topic's first partition on disk."""
-        for tp in sorted(self._logs):
-            if tp.topic == topic:
-                try:
-                    return read_partition_topic_id(self._logs[tp].directory)
-                except SeglogError:
-                    return None  # describe still works; verify reports the damaged file
-        return None
+        return self._topic_ops.resolve_topic(topic, overrides)
 
     def is_config_known(self, topic: str) -> bool:
-        """Whether seglog may act on the topic's cleanup policy (see the module docstring)."""
-        known = self._known.get(topic)
-        if known is None:
-            known = self.resolve_topic(topic).is_known
-            self._known[topic] = known
-        return known
+        """Whether seglog may act on the topic's cleanup policy (see ``engine.topics``)."""
+        return self._topic_ops.is_config_known(topic)
 
     def managed_logs(self) -> dict[TopicPartition, Log]:
         """Every open log whose configs are known: those retention, the cleaner and the
         compaction triggers act on."""
-        return {tp: log for tp, log in list(self._logs.items()) if self.is_config_known(tp.topic)}
+        return self._topic_ops.managed_logs()
 
     def unknown_config_partitions(self) -> list[TopicPartition]:
         """Partitions left alone because their topic's configs are unknown."""
-        return sorted(tp for tp in list(self._logs) if not self.is_config_known(tp.topic))
+        return self._topic_ops.unknown_config_partitions()
 
     def _check_config_known(self, topic: str, action: str) -> None:
-        if not self.is_config_known(topic):
-            raise InvalidConfigError(f"cannot {action} topic {topic!r}: {CONFIGS_UNKNOWN}")
+        self._topic_ops.check_config_known(topic, action)
 
-    # --- topics ---------------------------------------------------------------------------------
     def _check_writable(self) -> None:
         if self.read_only:
             raise InvalidConfigError("the log directories are open read-only")
         if self._closed:
             raise InvalidConfigError("the log manager is closed")
 
-    def _write_topics(self) -> None:
-        self._known.clear()
-        self._topics.generation += 1
-        for root in self._roots:
-            root.directory.write_topics(self._topics)
-
-    def create_topic(
-        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
-    ) -> TopicDescription:
-        """Create a topic with ``partitions`` partitions and config overrides."""
-        with self._lock:
-            self._check_writable()
-            validate_topic_name(name)
-            if not 1 <= partitions <= MAX_PARTITIONS_PER_TOPIC:
-                raise InvalidTopicError(
-                    f"topic {name!r}: partition count {partitions} is outside "
-                    f"1..{MAX_PARTITIONS_PER_TOPIC}"
-                )
-            if name in self.topic_names():
-                raise TopicExistsError(f"topic {name!r} already exists")
-            overrides = dict(configs or {})
-            self.log_config(name, overrides)  # validates: raises InvalidConfigError
-            meta = TopicMetadata(name, partitions, new_topic_id(), overrides)
-            self._topics.topics[name] = meta
-            self._write_topics()
-            for partition in range(partitions):
-                self._create_partition(TopicPartition(name, partition), meta.topic_id)
-            return self.describe_topic(name)
-
-    def _partition_counts(self) -> list[int]:
-        counts = [0] * len(self._roots)
-        for index in self._log_root.values():
-            counts[index] += 1
-        return counts
-
-    def _create_partition(self, tp: TopicPartition, topic_id: str) -> Log:
-        counts = self._partition_counts()
-        index = counts.index(min(counts))  # the root with the fewest partitions (seed 000)
-        root = self._roots[index].directory.path
-        path = create_partition_dir(root, partition_dir_name(tp), topic_id)
-        log = Log.open(
+    def _open_new_log(self, path: Path, tp: TopicPartition) -> Log:
+        """Open the log of a partition directory just created (nothing to recover)."""
+        return Log.open(
             path,
             tp,
             self.log_config(tp.topic),
@@ -582,107 +476,36 @@ class LogManager:
             file_deleter=self._schedule_file_deletion,
             side_threads=self._side_threads,
         )
-        self._logs[tp] = log
-        self._log_root[tp] = index
-        return log
+
+    def create_topic(
+        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
+    ) -> TopicDescription:
+        """Create a topic with ``partitions`` partitions and config overrides (crash-safe:
+        see :mod:`seglog.engine.topics`)."""
+        return self._topic_ops.create_topic(name, partitions, configs)
 
     def delete_topic(self, name: str) -> list[Path]:
-        """Delete a topic; returns the renamed ``-delete`` directories (removed later)."""
-        with self._lock:
-            self._check_writable()
-            check_not_metadata_topic(name, "delete")
-            meta = self._topics.topics.get(name) or self._discovered_metadata(name)
-            meta.deleting = True
-            self._topics.topics[name] = meta  # a crash from here on finishes the delete
-            self._write_topics()
-            return self._finish_delete(name)
-
-    def _finish_delete(self, name: str, *, remove_now: bool = False) -> list[Path]:
-        renamed = []
-        for tp in [tp for tp in self._logs if tp.topic == name]:
-            self.cleaner_manager.abort_cleaning(tp)
-            log = self._logs.pop(tp)
-            self._log_root.pop(tp)
-            log.close()
-            renamed.append(
-                rename_partition_dir(log.directory, delete_dir_name(tp, uuid.uuid4().hex))
-            )
-            self.history.forget(tp)  # a topic created again starts without this history
-        for root in self._roots:  # a crash may have left live dirs of a topic being deleted
-            for path, parsed in list_partition_dirs(root.directory.path):
-                if parsed.kind is PartitionDirKind.LIVE and parsed.topic == name:
-                    new_name = delete_dir_name(parsed.topic_partition, uuid.uuid4().hex)
-                    renamed.append(rename_partition_dir(path, new_name))
-        self._topics.topics.pop(name, None)
-        self._write_topics()
-        self.checkpoint_all()
-        for tp in [tp for tp in list(self.cleaner_manager.checkpoints()) if tp.topic == name]:
-            self.cleaner_manager.forget(tp)
-        for path in renamed:
-            if remove_now:
-                remove_partition_dir(path)
-            else:
-                self._schedule_dir_removal(path)
-        return renamed
-
-    def _schedule_dir_removal(self, path: Path) -> None:
-        delay = self.broker.log_defaults.file_delete_delay_ms
-        self.scheduler.schedule(
-            f"delete-dir {path.name}",
-            lambda: remove_partition_dir(path),
-            delay_ms=delay,
-        )
+        """Delete a topic; returns the renamed ``-delete`` directories (removed later;
+        crash-safe: see :mod:`seglog.engine.topics`)."""
+        return self._topic_ops.delete_topic(name)
 
     def alter_topic(
         self, name: str, configs: Mapping[str, str], *, remove: Iterable[str] = ()
     ) -> LogConfig:
         """Set (and remove) config overrides of a topic; its logs use them at once."""
-        with self._lock:
-            self._check_writable()
-            check_not_metadata_topic(name, "alter")
-            meta = self._topics.topics.get(name) or self._discovered_metadata(name)
-            overrides = dict(meta.configs)
-            overrides.update(configs)
-            for key in remove:
-                overrides.pop(key, None)
-            config = self.log_config(name, overrides)
-            meta.configs = overrides
-            self._topics.topics[name] = meta
-            self._write_topics()
-            for tp, log in self._logs.items():
-                if tp.topic == name:
-                    if log.config.is_compacted and not config.is_compacted:
-                        self.cleaner_manager.abort_cleaning(tp)
-                    log.config = config
-            return config
-
-    def _discovered_metadata(self, name: str) -> TopicMetadata:
-        """seglog's (not yet stored) record of a topic found on disk, e.g. a broker's."""
-        partitions = self.partitions_of(name)
-        if not partitions:
-            raise UnknownTopicError(f"topic {name!r} does not exist")
-        topic_id = self.resolve_topic(name).topic_id
-        return TopicMetadata(name, max(partitions) + 1, topic_id, {}, discovered=True)
+        return self._topic_ops.alter_topic(name, configs, remove=remove)
 
     def topic_names(self) -> list[str]:
         """Every topic: those in the metadata and those found on disk (e.g. a broker's)."""
-        names = {name for name, m in self._topics.topics.items() if not m.deleting}
-        names.update(tp.topic for tp in self._logs)
-        return sorted(names)
+        return self._topic_ops.topic_names()
 
     def partitions_of(self, topic: str) -> list[int]:
         """Partition numbers of a topic that are open here."""
-        return sorted(tp.partition for tp in self._logs if tp.topic == topic)
+        return self._topic_ops.partitions_of(topic)
 
     def get_log(self, topic: str, partition: int) -> Log:
         """The log of one partition; ``UnknownTopicError`` when it is not here."""
-        validate_partition(partition)
-        log = self._logs.get(TopicPartition(topic, partition))
-        if log is None:
-            if topic not in self.topic_names():
-                raise UnknownTopicError(f"topic {topic!r} does not exist")
-            raise UnknownTopicError(f"topic {topic!r} has no partition {partition}")
-        return log
+        return self._topic_ops.get_log(topic, partition)
 
     def logs(self) -> dict[TopicPartition, Log]:
         """Every open log."""
@@ -690,71 +513,11 @@ class LogManager:
 
     def describe_topic(self, name: str) -> TopicDescription:
         """Partitions, segments, offsets and configs of a topic."""
-        if name not in self.topic_names():
-            raise UnknownTopicError(f"topic {name!r} does not exist")
-        meta = self._topics.topics.get(name)
-        overrides = dict(meta.configs) if meta else {}
-        resolved = self.resolve_topic(name)
-        config = resolved.config
-        partitions = []
-        for partition in self.partitions_of(name):
-            log = self._logs[TopicPartition(name, partition)]
-            segments = tuple(
-                SegmentInfo(
-                    s.base_offset,
-                    s.size,
-                    s.offset_index.entries,
-                    s.time_index.entries,
-                    s.max_timestamp_so_far,
-                )
-                for s in log.segments
-            )
-            partitions.append(
-                PartitionInfo(
-                    partition,
-                    str(log.directory),
-                    log.log_start_offset,
-                    log.log_end_offset,
-                    log.high_watermark,
-                    log.recovery_point,
-                    log.size_bytes(),
-                    segments,
-                )
-            )
-        properties = config.to_properties()
-        properties.update({key: value for key, (value, _) in resolved.extra.items()})
-        return TopicDescription(
-            name,
-            resolved.topic_id,
-            overrides,
-            properties,
-            tuple(partitions),
-            describe_sources(resolved),
-            resolved.is_known,
-        )
+        return self._topic_ops.describe_topic(name)
 
     def describe_log_dirs(self) -> dict[str, object]:
         """What ``kafka-log-dirs.sh --describe`` prints, as a JSON-ready dict."""
-        log_dirs = []
-        for index, root in enumerate(self._roots):
-            partitions = [
-                {
-                    "partition": str(tp),
-                    "size": log.size_bytes(),
-                    "offsetLag": 0,
-                    "isFuture": False,
-                }
-                for tp, log in sorted(self._logs.items())
-                if self._log_root[tp] == index
-            ]
-            log_dirs.append(
-                {
-                    "logDir": str(root.directory.path.resolve()),
-                    "error": None,
-                    "partitions": partitions,
-                }
-            )
-        return {"version": 1, "brokers": [{"broker": self.broker.node_id, "logDirs": log_dirs}]}
+        return self._topic_ops.describe_log_dirs()
 
     # --- retention --------------------------------------------------------------------------
     def _schedule_file_deletion(self, segment: LogSegment) -> None:
@@ -779,57 +542,13 @@ class LogManager:
 
     def run_retention(self, *, dry_run: bool = False) -> list[tuple[TopicPartition, RetentionPlan]]:
         """Retention over every log (the scheduler's ``kafka-log-retention`` task); returns
-        what was deleted per partition (``dry_run``: what would be, changing nothing).
-
-        Kafka runs this task only for logs without ``compact`` and leaves compacted logs to
-        the cleaner; seglog runs it for every log, so a ``compact`` log still loses segments
-        below its log start offset and a ``compact,delete`` log gets its size and time rules.
-        """
-        results: list[tuple[TopicPartition, RetentionPlan]] = []
-        for tp, log in sorted(self.managed_logs().items()):
-            if dry_run or self.read_only:
-                plan = log.plan_retention()
-            else:
-                # Claim the log from the cleaner first, so the two never work on one log at
-                # once (KAFKA-7322); a log being cleaned gets its retention from the cleaner
-                # right after the round.
-                with self.cleaner_manager.deleting(tp) as claimed:
-                    if not claimed:
-                        continue
-                    plan = self._apply_retention(log)
-            if not plan.is_empty:
-                results.append((tp, plan))
-        if results and not dry_run and not self.read_only:
-            self.checkpoint_log_start_offsets()
-        return results
+        what was deleted per partition (``dry_run``: what would be, changing nothing); see
+        :mod:`seglog.engine.log_retention`."""
+        return self._retention.run_retention(dry_run=dry_run)
 
     def _retain(self, tp: TopicPartition, log: Log) -> RetentionPlan | None:
         """Retention on one log the cleaner holds (after cleaning it); checkpoints follow."""
-        if self.read_only:
-            return None
-        plan = self._apply_retention(log)
-        if not plan.is_empty:
-            self.checkpoint_log_start_offsets()
-        return plan
-
-    def _apply_retention(self, log: Log) -> RetentionPlan:
-        """``log.apply_retention()``; when it fails half-way (a rename on a full disk), the
-        segments not yet renamed stay listed below the raised log start offset (the next
-        pass deletes them) and that offset is checkpointed anyway, so they never come back
-        as readable data after a restart. What it deleted is recorded in the retention
-        history."""
-        try:
-            now_ms = self.clock.now_ms()
-            plan = log.apply_retention(now_ms)
-            self.history.record_retention(log, plan, now_ms)
-            self.retention_counters.record(log.topic_partition, plan)
-            return plan
-        except OSError:
-            log.mark_needs_recovery()
-            # If the disk still fails, the error below is the one to report.
-            with contextlib.suppress(OSError):
-                self.checkpoint_log_start_offsets()
-            raise
+        return self._retention.retain(tp, log)
 
     # --- the log cleaner ------------------------------------------------------------------------
     def clean_once(
@@ -923,22 +642,7 @@ class LogManager:
     def delete_records(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """DeleteRecords for several partitions (offset -1 = high watermark); returns each new
         log start offset. Every partition is checked before any is changed."""
-        self._check_writable()
-        logs = {tp: self.get_log(tp.topic, tp.partition) for tp in offsets}
-        for tp in logs:
-            self._check_config_known(tp.topic, "delete records of")
-        for tp, log in logs.items():
-            if not log.config.has_delete:
-                raise InvalidConfigError(f"delete-records on {tp} needs cleanup.policy with delete")
-            offset = offsets[tp]
-            if offset != -1 and not 0 <= offset <= log.high_watermark:
-                raise OffsetOutOfRangeError(
-                    f"delete-records offset {offset} on {tp} is outside [0, "
-                    f"{log.high_watermark}] (the high watermark)"
-                )
-        result = {tp: log.delete_records(offsets[tp]) for tp, log in logs.items()}
-        self.checkpoint_log_start_offsets()
-        return result
+        return self._retention.delete_records(offsets)
 
     # --- flush and checkpoints --------------------------------------------------------------------
     def flush_due_logs(self) -> None:
@@ -946,45 +650,21 @@ class LogManager:
         for log in list(self._logs.values()):
             log.flush_if_due()
 
-    def _offsets_by_root(self, value_of: object) -> list[dict[TopicPartition, int]]:
-        out: list[dict[TopicPartition, int]] = [{} for _ in self._roots]
-        for tp, log in list(self._logs.items()):
-            value = value_of(log)  # type: ignore[operator]
-            if value is not None:
-                out[self._log_root[tp]][tp] = value
-        return out
-
     def checkpoint_recovery_points(self) -> None:
         """Write every root's ``recovery-point-offset-checkpoint``."""
-        for root, offsets in zip(
-            self._roots, self._offsets_by_root(lambda log: log.recovery_point), strict=True
-        ):
-            root.directory.write_offsets(RECOVERY_POINT_CHECKPOINT, offsets)
+        self._checkpoints.checkpoint_recovery_points()
 
     def checkpoint_log_start_offsets(self) -> None:
         """Write ``log-start-offset-checkpoint`` (logs whose start is past their first segment)."""
-
-        def value(log: Log) -> int | None:
-            first = log.segments[0].base_offset
-            return log.log_start_offset if log.log_start_offset > first else None
-
-        for root, offsets in zip(self._roots, self._offsets_by_root(value), strict=True):
-            root.directory.write_offsets(LOG_START_OFFSET_CHECKPOINT, offsets)
+        self._checkpoints.checkpoint_log_start_offsets()
 
     def checkpoint_high_watermarks(self) -> None:
         """Write ``replication-offset-checkpoint`` (high watermark = log end offset here)."""
-        for root, offsets in zip(
-            self._roots, self._offsets_by_root(lambda log: log.high_watermark), strict=True
-        ):
-            root.directory.write_offsets(REPLICATION_OFFSET_CHECKPOINT, offsets)
+        self._checkpoints.checkpoint_high_watermarks()
 
     def checkpoint_all(self) -> None:
         """Every checkpoint this manager owns (the cleaner writes ``cleaner-offset-checkpoint``)."""
-        if self.read_only:
-            return
-        self.checkpoint_recovery_points()
-        self.checkpoint_log_start_offsets()
-        self.checkpoint_high_watermarks()
+        self._checkpoints.checkpoint_all()
 
     # --- shutdown ---------------------------------------------------------------------------------
     def close(self) -> None:
