@@ -266,6 +266,7 @@ def test_a_damaged_offset_index_never_makes_reads_skip_records(
 
 @FUZZ_FEW
 @example(damage=(0, [("truncate", 48)]))
+@example(damage=(0, [("int64", 0, -1)]))  # a first entry's timestamp damaged to -1
 @given(index_damage(".timeindex"))
 def test_a_damaged_time_index_never_makes_lookups_skip_records(
     damage: tuple[int, list[Any]],

@@ -845,9 +845,13 @@ class LogSegment:
 
     def _time_entry_holds(self, timestamp: int, offset: int) -> bool:
         """Whether the time entry ``(timestamp, offset)`` may be used: the v2 batch holding
-        ``offset`` has max timestamp ``timestamp`` (no entry, ``timestamp`` -1, always holds;
-        legacy entries are not checked). Counts a refused entry."""
-        if timestamp == NO_TIMESTAMP:
+        ``offset`` has max timestamp ``timestamp`` (no entry, ``(-1, base offset)``, always
+        holds; legacy entries are not checked). Counts a refused entry.
+
+        An entry on disk never holds timestamp -1 (Kafka appends only timestamps above the
+        last entry's, which starts at -1), so ``-1`` with any other offset is a damaged entry:
+        trusting it would start a lookup past the records before that offset."""
+        if timestamp == NO_TIMESTAMP and offset == self.base_offset:
             return True
         location = self.translate_offset(offset)
         if location is not None:
