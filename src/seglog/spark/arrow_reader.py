@@ -101,6 +101,7 @@ def read_range(
             ) from exc
         return
     builder = _BatchBuilder(request, batch_rows)
+    order = _OrderCheck(name, str(log.directory))
     view = PartitionView(log, read_compacted=request.read_compacted)
     try:
         end = request.end
@@ -138,17 +139,76 @@ def read_range(
                     break
             columns = scan_columns(data)
             if columns.end.kind is EndKind.CORRUPT:
-                raise columns.end.to_error(str(log.directory))
-            if len(columns.batches) == 0:
                 raise CorruptRecordError(
-                    f"no whole batch at offset {position} (read {len(data)} bytes)",
+                    f"{columns.end.reason} (byte {columns.end.position} of the bytes read from "
+                    f"offset {position} of {name})",
                     path=str(log.directory),
                 )
+            if len(columns.batches) == 0:
+                raise CorruptRecordError(
+                    f"no whole batch at offset {position} of {name} (read {len(data)} bytes)",
+                    path=str(log.directory),
+                )
+            order.check(columns, position, in_copy=position <= horizon)
             yield from builder.batches(columns, position, stop)
             position = max(position, int(columns.batches.last_offset[-1]) + 1)
     finally:
         view.close()
         log.close()
+
+
+class _OrderCheck:
+    """Header fields outside the CRC, checked across the chunks of one read (as
+    :mod:`seglog.engine.log.record_scan` does): each batch's offset field (a v2 batch's base
+    offset) above the previous batch's last offset, and partitionLeaderEpoch never below -1
+    nor below an earlier batch's. A damaged base offset would otherwise make rows vanish
+    (the next chunk would start past them) instead of failing the read."""
+
+    def __init__(self, name: str, path: str) -> None:
+        self.name = name
+        self.path = path
+        self.previous_last: int | None = None
+        self.epoch = -1
+        self.was_copy = False
+
+    def check(self, columns: RecordColumns, position: int, *, in_copy: bool) -> None:
+        """Raise ``CorruptRecordError`` when a chunk's batches break the order."""
+        if in_copy != self.was_copy:  # the copy and the log are separate sequences
+            self.previous_last, self.epoch, self.was_copy = None, -1, in_copy
+        batches = columns.batches
+        is_v2 = batches.magic == 2
+        first = np.where(is_v2, batches.base_offset, batches.last_offset).astype(np.int64)
+        last = batches.last_offset.astype(np.int64)
+        previous = np.concatenate(
+            (
+                [np.iinfo(np.int64).min if self.previous_last is None else self.previous_last],
+                last[:-1],
+            )
+        )
+        disorder = np.flatnonzero(first <= previous)
+        epochs = np.where(is_v2, batches.partition_leader_epoch.astype(np.int64), -1)
+        running = np.maximum.accumulate(np.concatenate(([self.epoch], epochs)))
+        bad_epoch = np.flatnonzero(
+            is_v2 & ((epochs < -1) | ((epochs >= 0) & (epochs < running[:-1])))
+        )
+        if len(disorder):
+            i = int(disorder[0])
+            raise CorruptRecordError(
+                f"batch of offsets {int(first[i])}-{int(last[i])} does not follow the previous "
+                f"batch's last offset {int(previous[i])} (reading offset {position} of "
+                f"{self.name})",
+                path=self.path,
+            )
+        if len(bad_epoch):
+            i = int(bad_epoch[0])
+            raise CorruptRecordError(
+                f"partitionLeaderEpoch {int(epochs[i])} of the batch of offsets {int(first[i])}-"
+                f"{int(last[i])} is below -1 or below an earlier batch's {int(running[i])} "
+                f"(reading offset {position} of {self.name})",
+                path=self.path,
+            )
+        self.previous_last = int(last[-1])
+        self.epoch = int(running[-1])
 
 
 class _BatchBuilder:
