@@ -43,6 +43,14 @@ log end; ``--timestamp MS`` finds its offset in the log (as without the option),
 compacted view is read from there. Every other option works as without it.
 
 After the records, ``Processed a total of N messages`` goes to stderr (Kafka's line).
+
+Damage never shortens the output silently: a corrupt or torn batch, offsets out of place, a
+partition leader epoch going down, or (in a topic never compacted, whose configs are known)
+a gap in the offsets stops the command with an error naming the file, the position and the
+offset being read, after the records before it were printed, and the exit status is 1.
+``--skip-corrupt`` reads past the damage instead, from the next whole batch with a valid CRC,
+and writes one ``WARNING: skipped FILE positions A..B (offsets X..Y): why`` line to stderr
+for each range it passed over.
 """
 
 from __future__ import annotations
