@@ -1,7 +1,7 @@
 """Time for everything that decides by time: roll, flush, retention, deletion delays.
 
 Every time-dependent component takes a :class:`Clock` instead of calling ``time`` itself, so
-tests drive time with a :class:`ManualClock` and never sleep (DESIGN.md habit 4).
+tests drive time with a :class:`ManualClock` and never sleep (docs/architecture.md, habits).
 
 * ``now_ms()``: wall-clock milliseconds since the Unix epoch; what Kafka compares record
   timestamps with (LogAppendTime, ``segment.ms``, ``retention.ms``).

@@ -1,4 +1,4 @@
-"""Kafka's storage configuration: names, defaults, synonyms and precedence (spec §17).
+"""Kafka's storage configuration: names, defaults, synonyms and precedence.
 
 Two levels, as in Kafka:
 
@@ -7,7 +7,7 @@ Two levels, as in Kafka:
   ``LogConfig.from_overrides(topic overrides, broker defaults)``: a topic override wins over the
   broker default.
 * :class:`BrokerConfig` holds the broker's settings read from ``server.properties``: the log
-  directories, the node id, the broker-only storage settings of §17.2, and ``log_defaults``,
+  directories, the node id, the broker-only storage settings, and ``log_defaults``,
   the :class:`LogConfig` every topic starts from, resolved from the broker synonyms.
 
 Precedence among broker synonyms (``ServerTopicConfigSynonyms``), highest first::
@@ -502,7 +502,7 @@ def _unknown_topic_key(key: str) -> InvalidConfigError:
 
 @dataclass(frozen=True, slots=True)
 class LogConfig:
-    """The topic-level configs of one log (Kafka's ``LogConfig``); defaults as in §17.1."""
+    """The topic-level configs of one log (Kafka's ``LogConfig``); Kafka's defaults."""
 
     segment_bytes: int = 1 << 30
     segment_ms: int = 168 * MS_PER_HOUR
@@ -781,7 +781,7 @@ def _csv_list(text: str) -> tuple[str, ...]:
 
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
-    """The broker's storage settings (spec §17.2) and the topic defaults (``log_defaults``)."""
+    """The broker's storage settings and the topic defaults (``log_defaults``)."""
 
     log_dirs: tuple[str, ...] = (DEFAULT_LOG_DIR,)
     node_id: int = DEFAULT_NODE_ID
@@ -882,7 +882,7 @@ class BrokerConfig:
 
 
 def _resolve_log_defaults(values: Mapping[str, Any]) -> LogConfig:
-    """The broker's default :class:`LogConfig` from parsed broker values (spec §17.1)."""
+    """The broker's default :class:`LogConfig` from parsed broker values."""
     resolved: dict[str, Any] = {}
     for topic_key in TOPIC_CONFIG_KEYS.values():
         source = next((name for name in topic_key.synonyms if name in values), None)

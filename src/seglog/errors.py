@@ -110,7 +110,7 @@ class InvalidFileNameError(SeglogError, ValueError):
 
 
 class CorruptCheckpointError(PositionedError):
-    """A checkpoint or metadata text file that does not parse (spec §6).
+    """A checkpoint or metadata text file that does not parse.
 
     Covers the offset and leader-epoch checkpoints, ``partition.metadata``,
     ``.kafka_cleanshutdown`` and ``meta.properties``. These are line-oriented text files, so the

@@ -1,1 +1,1 @@
-"""seglog.cli layer (see DESIGN.md)."""
+"""seglog.cli layer (see docs/architecture.md)."""

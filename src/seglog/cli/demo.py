@@ -1,6 +1,6 @@
 """``seglog demo``: the main job on an embedded default (what ``make run`` runs).
 
-It runs the whole system once on a realistic workload (seed 001's example) and says what
+It runs the whole system once on a realistic workload and says what
 happened, in a data directory laid out exactly like a Kafka broker's:
 
 1. **prepare**: open (or create) the data directory; the demo's own topics
@@ -33,7 +33,8 @@ happened, in a data directory laid out exactly like a Kafka broker's:
    deleted and why, the compacted copy's horizon, the Spark figures and each step's time
    (``--json``: one JSON document instead).
 
-Layers: ``seglog.cli`` may not import ``seglog.spark`` (two independent layers, DESIGN.md), so
+Layers: ``seglog.cli`` may not import ``seglog.spark`` (two independent layers, see
+docs/architecture.md), so
 the Spark half lives in :mod:`seglog.spark.demo` and is loaded by name with ``importlib``, like
 the ``seglog spark`` plugin in :mod:`seglog.cli.main`. Spark's lock-taking steps (the sink's
 commit, the compaction job) run while this command holds no log manager open.

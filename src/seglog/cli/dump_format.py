@@ -2,9 +2,9 @@
 
 Every function here turns decoded values into one line (without the newline) or one JSON
 object; nothing reads a file or writes a stream. The text is Kafka's ``DumpLogSegments``
-output as spec ``kafka-storage.md`` §18 gives it, single spaces throughout:
+output as Kafka's ``kafka-dump-log.sh`` prints it, single spaces throughout:
 
-Batch line, magic 2 (§18.1, ``printBatchLevel``)::
+Batch line, magic 2 (``printBatchLevel``)::
 
     baseOffset: <b> lastOffset: <l> count: <n> baseSequence: <bs> lastSequence: <ls>
     producerId: <pid> producerEpoch: <pe> partitionLeaderEpoch: <ple>
@@ -36,7 +36,7 @@ keys are decoded as UTF-8 with bad bytes replaced (Kafka's default String decode
 KRaft ``{json}`` is what Kafka's generated JSON converters print: compact, fields in schema
 order, camelCase names, UUIDs as URL-safe base64 without padding.
 
-Index entry lines (§18.2-18.4)::
+Index entry lines::
 
     offset: <absoluteOffset> position: <position>                       (.index)
     timestamp: <ts> offset: <absoluteOffset>                            (.timeindex)
@@ -96,7 +96,7 @@ def decode_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-# --- batch and record lines (§18.1) --------------------------------------------------------------
+# --- batch and record lines --------------------------------------------------------------
 
 
 def codec_name(batch: Batch) -> str:
@@ -239,7 +239,7 @@ def _compact_json(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-# --- index entry lines (§18.2-18.4) --------------------------------------------------------------
+# --- index entry lines --------------------------------------------------------------
 
 
 def offset_index_line(entry: OffsetIndexEntry) -> str:

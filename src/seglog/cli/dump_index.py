@@ -1,7 +1,7 @@
 """``seglog dump-log`` for index files: dump their entries and check them against the ``.log``.
 
 ``.index``, ``.timeindex`` and ``.txnindex`` files are printed entry by entry (lines rendered
-by :mod:`seglog.cli.dump_format`) as Kafka's ``kafka-dump-log.sh`` does (spec §18.2-18.5).
+by :mod:`seglog.cli.dump_format`) as Kafka's ``kafka-dump-log.sh`` does.
 
 Checks, each recorded in :class:`Findings` and summarized on stderr after all files:
 
@@ -68,7 +68,7 @@ def absolute_path(path: str) -> str:
 
 @dataclass
 class Findings:
-    """What the checks found, printed on stderr after all files (spec §18.5)."""
+    """What the checks found, printed on stderr after all files."""
 
     index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     timestamp_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)

@@ -6,11 +6,11 @@ status. The text and JSON it prints are rendered by :mod:`seglog.cli.dump_format
 files are dumped and checked by :mod:`seglog.cli.dump_index`; KRaft control values are
 decoded by :mod:`seglog.format.kraft`.
 
-Dispatch is by the text after the file name's **last** dot (spec §18): ``.log`` and KRaft
+Dispatch is by the text after the file name's **last** dot: ``.log`` and KRaft
 ``.checkpoint`` snapshots are dumped batch by batch, ``.index``, ``.timeindex`` and
 ``.txnindex`` entry by entry; anything else prints ``Ignoring unknown file <path>`` on stderr
-(so ``x.log.deleted`` is ignored, as in Kafka). The text output is Kafka's, byte for byte
-(spec §18.1-18.5): ``Dumping <path>``, ``Log starting offset: <n>``, batch lines for v2 and
+(so ``x.log.deleted`` is ignored, as in Kafka). The text output is Kafka's, byte for byte:
+``Dumping <path>``, ``Log starting offset: <n>``, batch lines for v2 and
 legacy v0/v1 entries, ``| offset: ...`` record lines with deep iteration, ``Found <n> invalid
 bytes at the end of <name>``, ``offset: <o> position: <p>`` and ``timestamp: <t> offset: <o>``
 index lines, and, after all files, the mismatch summaries on stderr.

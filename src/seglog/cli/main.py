@@ -76,7 +76,7 @@ SUBCOMMANDS: tuple[ModuleType, ...] = (
 
 #: Modules of other layers adding commands, loaded by name: ``seglog.spark.cli`` adds
 #: ``seglog spark ...`` without ``seglog.cli`` importing ``seglog.spark`` (two independent
-#: layers, see DESIGN.md); neither import loads pyspark until a ``spark`` command runs.
+#: layers, see docs/architecture.md); neither import loads pyspark until a ``spark`` command runs.
 PLUGINS: tuple[str, ...] = ("seglog.spark.cli",)
 
 

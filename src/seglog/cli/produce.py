@@ -76,7 +76,7 @@ PENDING_BYTES_MAX = 4 * 1024 * 1024
 # most one batch's worth (max.message.bytes) and half a segment: so memory stays bounded, the
 # log never rejects a chunk as larger than segment.bytes, and each append is a single batch, as
 # a Kafka producer's are, so every offset index entry names its batch's last offset (what
-# kafka-dump-log --verify-index-only checks; spec §19.3).
+# kafka-dump-log --verify-index-only checks).
 APPEND_BYTES_MAX = 32 * 1024 * 1024
 BATCH_OVERHEAD_BYTES = 61
 RECORD_OVERHEAD_BYTES = 40  # varints of a record at their longest, and then some

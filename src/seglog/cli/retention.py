@@ -2,7 +2,7 @@
 
 Kafka's broker runs retention every ``log.retention.check.interval.ms``; this command runs
 that same pass once over every partition of the data dirs and exits. Three rules, each
-deleting whole segments from the oldest (spec §14):
+deleting whole segments from the oldest:
 
 * ``log start offset``: a segment wholly below the log start offset (after
   ``seglog delete-records``), whatever the cleanup policy;

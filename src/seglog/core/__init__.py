@@ -1,1 +1,1 @@
-"""seglog.core layer (see DESIGN.md)."""
+"""seglog.core layer (see docs/architecture.md)."""

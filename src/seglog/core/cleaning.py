@@ -1,28 +1,28 @@
 """What the log cleaner cleans: Kafka's cleanable range, dirty ratio, lags and grouping, as pure
-functions over segment facts (spec ``kafka-cleaner.md`` §2 and §5.2).
+functions over segment facts.
 
-Vocabulary (§2.1): offsets below the checkpointed **first dirty offset** are the *clean*
+Vocabulary: offsets below the checkpointed **first dirty offset** are the *clean*
 section; from it to the log end is the *dirty* section, split at the **first uncleanable
 offset** into the cleanable part and the rest (which always holds the active segment).
 
-* :func:`cleanable_offsets` (§2.2): the first dirty offset comes from ``cleaner-offset-
+* :func:`cleanable_offsets`: the first dirty offset comes from ``cleaner-offset-
   checkpoint``, reset to the log start (``force_update``) when it is below the log start or
   past the log end; the first uncleanable offset is the least of the high watermark, the
   active segment's base and, when ``min.compaction.lag.ms`` > 0, the base of the first
   segment at/after the dirty offset holding a record younger than the lag.
-* :func:`log_to_clean` (§2.3): the uncleanable bound **rounded down to a segment base**;
+* :func:`log_to_clean`: the uncleanable bound **rounded down to a segment base**;
   ``cleanable_ratio`` = cleanable bytes / (clean + cleanable bytes), where a segment holding
   the first dirty offset counts in both (Kafka's quirk, kept).
-* :func:`max_compaction_delay_ms` (§2.4, KIP-354): how long past ``max.compaction.lag.ms``
+* :func:`max_compaction_delay_ms` (KIP-354): how long past ``max.compaction.lag.ms``
   the oldest dirty segment's first batch is; > 0 makes the log a *must-clean*.
-* :func:`is_cleanable` and :func:`pick_filthiest` (§2.5): eligible when must-clean with
+* :func:`is_cleanable` and :func:`pick_filthiest`: eligible when must-clean with
   cleanable bytes, or when the ratio is **strictly greater** than
   ``min.cleanable.dirty.ratio``; the highest ratio wins, ties to the first.
-* :func:`group_segments_by_size` (§5.2): greedy, order-preserving groups whose log bytes fit
+* :func:`group_segments_by_size`: greedy, order-preserving groups whose log bytes fit
   ``segment.bytes``, whose offset-index and time-index bytes each fit ``segment.index.bytes``,
   and whose offsets stay within an int32 of the group's base (an empty segment skips that
   check, KAFKA-12889).
-* :func:`delete_horizon_ms` / :func:`legacy_delete_horizon_ms` (§5.4): KIP-534's wall-clock
+* :func:`delete_horizon_ms` / :func:`legacy_delete_horizon_ms`: KIP-534's wall-clock
   horizon stamped into v2 batches, and the pre-3.1 horizon from segment modification times
   that still applies to legacy (v0/v1) entries.
 
@@ -65,7 +65,7 @@ class CleanerSegmentFacts:
 
 @dataclass(frozen=True, slots=True)
 class CleanableOffsets:
-    """The dirty range of a log (§2.2)."""
+    """The dirty range of a log."""
 
     first_dirty_offset: int
     first_uncleanable_offset: int  # not yet segment-aligned
@@ -75,7 +75,7 @@ class CleanableOffsets:
 
 @dataclass(frozen=True, slots=True)
 class LogToClean:
-    """One candidate log with its sizes and ratio (§2.3)."""
+    """One candidate log with its sizes and ratio."""
 
     first_dirty_offset: int
     first_uncleanable_offset: int  # segment-aligned: the base of the first uncleanable segment
@@ -122,7 +122,7 @@ def cleanable_offsets(
     min_compaction_lag_ms: int,
     now_ms: int,
 ) -> CleanableOffsets:
-    """Kafka's ``cleanableOffsets`` (§2.2); ``segments`` oldest first, the last is active."""
+    """Kafka's ``cleanableOffsets``; ``segments`` oldest first, the last is active."""
     force = False
     reason: str | None = None
     if checkpoint is None:
@@ -153,7 +153,7 @@ def max_compaction_delay_ms(
     max_compaction_lag_ms: int,
     now_ms: int,
 ) -> int:
-    """KIP-354's delay (§2.4): how far past ``max.compaction.lag.ms`` the earliest first-batch
+    """KIP-354's delay: how far past ``max.compaction.lag.ms`` the earliest first-batch
     timestamp among the non-active segments from the dirty offset is (0 if not past)."""
     start = _segment_index_at(segments, first_dirty_offset)
     stamps = [
@@ -173,7 +173,7 @@ def log_to_clean(
     max_compaction_delay: int,
     min_cleanable_dirty_ratio: float,
 ) -> LogToClean:
-    """Sizes and ratio of a candidate (§2.3), its uncleanable bound aligned to a segment base."""
+    """Sizes and ratio of a candidate, its uncleanable bound aligned to a segment base."""
     first_dirty = offsets.first_dirty_offset
     uncleanable_index = _segment_index_at(segments, offsets.first_uncleanable_offset)
     first_uncleanable = segments[uncleanable_index].base_offset
@@ -191,7 +191,7 @@ def log_to_clean(
 
 
 def is_cleanable(candidate: LogToClean) -> bool:
-    """Eligible now (§2.5): a must-clean with cleanable bytes, or ratio > the topic minimum."""
+    """Eligible now: a must-clean with cleanable bytes, or ratio > the topic minimum."""
     if candidate.total_bytes <= 0:
         return False
     if candidate.needs_compaction_now and candidate.cleanable_bytes > 0:
@@ -217,7 +217,7 @@ def group_segments_by_size(
     max_index_bytes: int,
     first_uncleanable_offset: int,
 ) -> list[list[CleanerSegmentFacts]]:
-    """Kafka's ``groupSegmentsBySize`` (§5.2): consecutive segments per group, each group
+    """Kafka's ``groupSegmentsBySize``: consecutive segments per group, each group
     rewritten into one segment named after its first base offset."""
     groups: list[list[CleanerSegmentFacts]] = []
     rest = list(segments)
@@ -261,7 +261,7 @@ def delete_horizon_ms(now_ms: int, delete_retention_ms: int) -> int:
 def legacy_delete_horizon_ms(
     clean_section_last_modified_ms: int | None, delete_retention_ms: int
 ) -> int:
-    """The pre-KIP-534 horizon (seed 002, §5.4) for legacy entries: the last clean-section
+    """The pre-KIP-534 horizon for legacy entries: the last clean-section
     segment's modification time minus ``delete.retention.ms`` (0 with no clean section)."""
     if clean_section_last_modified_ms is None:
         return 0

@@ -1,4 +1,4 @@
-"""The log cleaner's bounded offset map: latest offset per key in fixed memory (spec §3-4).
+"""The log cleaner's bounded offset map: latest offset per key in fixed memory.
 
 Kafka's ``SkimpyOffsetMap`` reshaped: one cleaning round puts every keyed record of the dirty
 range (oldest first) until the map is full, then the cleaner keeps a record only if its offset

@@ -1,4 +1,4 @@
-"""Which segments retention deletes: Kafka's ``deleteOldSegments`` as a pure plan (spec §14).
+"""Which segments retention deletes: Kafka's ``deleteOldSegments`` as a pure plan.
 
 Three rules run in this order, each removing a **prefix** of what the previous left (a rule
 stops at the first segment it would keep):
@@ -10,16 +10,16 @@ stops at the first segment it would keep):
 3. **time** (``retention.ms`` >= 0, policy with ``delete``): a segment whose largest timestamp
    is more than ``retention.ms`` before now. The largest timestamp is the segment's max record
    timestamp (the time index's last entry); only a segment with no timestamp at all uses its
-   file's modification time (a file time is easily changed by copying or ``touch``, seed 002).
+   file's modification time (a file time is easily changed by copying or ``touch``).
 
 A segment is deletable only when the high watermark is at or past its end (the next
 segment's base, or the log end offset for the active segment), and an **empty active segment
 never is**. When every segment, the active one included, is deletable, the log must **roll
 first** (a new empty active segment at the log end offset) and then delete them all: a log
-always keeps an active segment (seed 002). The new log start offset is the first surviving
+always keeps an active segment. The new log start offset is the first surviving
 segment's base (the log end offset after such a roll); it never moves backwards.
 
-Timestamps in the future (a producer with a fast clock, seed 000) make a segment look young:
+Timestamps in the future (a producer with a fast clock) make a segment look young:
 it is kept until now passes its largest timestamp by ``retention.ms``, exactly as in Kafka.
 """
 

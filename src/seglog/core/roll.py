@@ -1,4 +1,4 @@
-"""When the active segment rolls: Kafka's ``LogSegment.shouldRoll`` as a pure decision (spec §5.3).
+"""When the active segment rolls: Kafka's ``LogSegment.shouldRoll`` as a pure decision.
 
 Checked before every append. The segment rolls when **any** of these holds, tested in this
 order so the reported reason is the first that applies:

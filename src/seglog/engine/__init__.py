@@ -1,1 +1,1 @@
-"""seglog.engine layer (see DESIGN.md)."""
+"""seglog.engine layer (see docs/architecture.md)."""

@@ -1,6 +1,6 @@
-"""Checkpoint and metadata text files (spec §6): pure bytes <-> values, no file access.
+"""Checkpoint and metadata text files: pure bytes <-> values, no file access.
 
-Generic checkpoint file (``CheckpointFile``, §6.1), UTF-8 text, ``\\n`` line ends::
+Generic checkpoint file (``CheckpointFile``), UTF-8 text, ``\\n`` line ends::
 
     <version>\\n          Java int; must equal the file type's version (0 for every type here)
     <entry count>\\n      Java int >= 0
@@ -17,17 +17,17 @@ Generic checkpoint file (``CheckpointFile``, §6.1), UTF-8 text, ``\\n`` line en
 
 Entry types:
 
-* offset checkpoints (§6.2; ``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
+* offset checkpoints (``recovery-point-offset-checkpoint``, ``log-start-offset-checkpoint``,
   ``replication-offset-checkpoint``, ``cleaner-offset-checkpoint``): ``<topic> <partition>
   <offset>``. Kafka writes a hash map's entries in its iteration order, so **readers must not
   care about the order**; :func:`encode_offset_checkpoint` writes entries sorted by
   ``(topic, partition)`` unless told to keep the mapping's order (a dict read by
   :func:`parse_offset_checkpoint` keeps the file's order, so a file re-encodes byte for byte).
   A partition listed twice is rejected (a map cannot have written it).
-* ``leader-epoch-checkpoint`` (§6.3): ``<epoch> <start offset>``, epochs int32 >= 0 and start
+* ``leader-epoch-checkpoint``: ``<epoch> <start offset>``, epochs int32 >= 0 and start
   offsets int64 >= 0; epochs strictly ascending, start offsets never decreasing.
 
-``partition.metadata`` (§6.5): exactly two lines and **no** line end after the second::
+``partition.metadata``: exactly two lines and **no** line end after the second::
 
     version: 0
     topic_id: <22-character topic id>
@@ -43,11 +43,11 @@ reserved ids 0 and 1 (``Uuid.randomUuid``). Only the canonical spelling is accep
 low 4 bits of the last character are zero), so an id is equal to another exactly when its
 string is.
 
-``.kafka_cleanshutdown`` (§6.6): since Kafka 3.7 the JSON ``{"version":0,"brokerEpoch":<long>}``
+``.kafka_cleanshutdown``: since Kafka 3.7 the JSON ``{"version":0,"brokerEpoch":<long>}``
 (no spaces, that field order, broker epoch -1 when unknown); up to 3.6 an empty file. What
 matters to a broker is that the file exists.
 
-``meta.properties`` (§6.7): Java properties (see :mod:`seglog.format.properties`) as
+``meta.properties``: Java properties (see :mod:`seglog.format.properties`) as
 ``Properties.store(writer, "")`` writes them: a ``#`` line, a ``#<java.util.Date>`` line, then
 ``key=value`` lines. Keys: ``version`` (0 when absent), ``cluster.id`` (required in v1),
 ``node.id`` (v1, required), ``broker.id`` (v0, optional), ``directory.id`` (optional Kafka
@@ -175,7 +175,7 @@ def _check_line_text(text: str) -> None:
         raise ValueError(f"checkpoint entry {text!r} spans lines")
 
 
-# --- generic checkpoint file (§6.1) -----------------------------------------------------------
+# --- generic checkpoint file -----------------------------------------------------------
 
 
 def parse_checkpoint(data: bytes, *, version: int, path: str | None = None) -> list[CheckpointLine]:
@@ -209,7 +209,7 @@ def encode_checkpoint(version: int, entries: Sequence[str]) -> bytes:
     return "".join(line + "\n" for line in lines).encode("utf-8")
 
 
-# --- offset checkpoints (§6.2) ----------------------------------------------------------------
+# --- offset checkpoints ----------------------------------------------------------------
 
 
 def parse_offset_checkpoint(data: bytes, *, path: str | None = None) -> dict[TopicPartition, int]:
@@ -263,7 +263,7 @@ def encode_offset_checkpoint(
     return encode_checkpoint(OFFSET_CHECKPOINT_VERSION, lines)
 
 
-# --- leader-epoch-checkpoint (§6.3) -----------------------------------------------------------
+# --- leader-epoch-checkpoint -----------------------------------------------------------
 
 
 def parse_leader_epoch_checkpoint(data: bytes, *, path: str | None = None) -> list[EpochEntry]:
@@ -371,7 +371,7 @@ def new_cluster_id() -> str:
     return _new_kafka_uuid()
 
 
-# --- partition.metadata (§6.5) ----------------------------------------------------------------
+# --- partition.metadata ----------------------------------------------------------------
 
 
 def encode_partition_metadata(topic_id: str) -> bytes:
@@ -414,7 +414,7 @@ def _metadata_value(text: str, key: str, line: int, path: str | None) -> str:
     return fields[1]
 
 
-# --- .kafka_cleanshutdown (§6.6) --------------------------------------------------------------
+# --- .kafka_cleanshutdown --------------------------------------------------------------
 
 
 def encode_clean_shutdown(broker_epoch: int = -1) -> bytes:
@@ -459,7 +459,7 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not a JSON number")
 
 
-# --- meta.properties (§6.7) -------------------------------------------------------------------
+# --- meta.properties -------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""Index files of a segment: ``.index``, ``.timeindex`` and ``.txnindex`` entries (spec §7-9).
+"""Index files of a segment: ``.index``, ``.timeindex`` and ``.txnindex`` entries.
 
 Pure bytes <-> values; the files themselves are opened by ``seglog.storage``. All integers
 are big-endian (the files are memory-mapped Java ``ByteBuffer``s).
@@ -36,7 +36,7 @@ Preallocated files: while a segment is active Kafka sizes its index files to
 ``segment.index.bytes`` and the unused tail is zeros. Kafka's readers stop at the **first
 entry i > 0 whose relative offset is 0** (a real entry after the first always has a relative
 offset > 0), and so do the parsers here unless told otherwise. The sanity checks mirror
-Kafka's ``sanityCheck`` (spec §7.5, §8.6), which look at the whole file, zero tail included.
+Kafka's ``sanityCheck``, which look at the whole file, zero tail included.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Segment file names and suffixes, as Kafka's ``LogFileUtils`` and ``Snapshots`` spell them.
 
-Segment files (spec §2.1-2.2)::
+Segment files::
 
     <base offset, decimal, zero-padded to 20 digits><suffix>
     00000000000000368769.log   .index   .timeindex   .txnindex

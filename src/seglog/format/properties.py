@@ -1,6 +1,6 @@
 """Java ``java.util.Properties`` text: ``load`` and ``store`` exactly as the JDK does them.
 
-Kafka writes ``meta.properties`` (spec §6.7) with ``Properties.store(writer, "")`` and reads it
+Kafka writes ``meta.properties`` with ``Properties.store(writer, "")`` and reads it
 with ``Properties.load(inputStream)``; ``server.properties`` is read the same way. This module
 is pure text <-> mapping; decoding bytes is the caller's choice (Kafka's reader takes the bytes
 as ISO-8859-1, its writer emits UTF-8; escaped output is plain ASCII, so both agree).

@@ -1,4 +1,4 @@
-"""Topic names, partitions and partition directory names (spec §2.3), as Kafka spells them.
+"""Topic names, partitions and partition directory names, as Kafka spells them.
 
 Topic names follow ``org.apache.kafka.common.internals.Topic.validate``, checked in this order:
 

@@ -1,4 +1,4 @@
-"""Numba kernels of the log cleaner's bounded offset map (spec kafka-cleaner.md §3-4).
+"""Numba kernels of the log cleaner's bounded offset map.
 
 The map answers "latest offset of this key" for one cleaning round in a fixed amount of
 memory, like Kafka's ``SkimpyOffsetMap``, but keyed by a 128-bit keyed hash instead of MD5.

@@ -1,1 +1,1 @@
-"""seglog.spark layer (see DESIGN.md)."""
+"""seglog.spark layer (see docs/architecture.md)."""

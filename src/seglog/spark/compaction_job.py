@@ -1,6 +1,6 @@
 """Distributed Kafka-style compaction on Spark: ``seglog spark compact`` and :func:`compact`.
 
-The plan (spec/spark.md §4, "pattern for our Kafka-style cleaner on Spark"): keys are
+The plan (the Kafka-style cleaner as a Spark job): keys are
 partition-local, so no shuffle is needed.
 
 * **Driver**: opens the log directories read-write (holding their lock for the whole job),

@@ -1,6 +1,6 @@
 """The Spark half of ``seglog demo``: :func:`run_spark_pipeline`.
 
-``seglog.cli`` may not import ``seglog.spark`` (independent layers, DESIGN.md), so
+``seglog.cli`` may not import ``seglog.spark`` (independent layers, docs/architecture.md), so
 :mod:`seglog.cli.demo` loads this module by name (``importlib.import_module``), the same
 plugin pattern as ``seglog spark`` (:data:`seglog.cli.main.PLUGINS`). Importing it imports no
 pyspark: the session is built when :func:`run_spark_pipeline` runs.

@@ -5,7 +5,7 @@ Pure Python (no pyspark): the planner, the executors and tests all use
 (``startingOffsets`` arrives as ``startingoffsets``); lookups here are case-insensitive
 anyway, so a plain dict with any casing works too.
 
-Options (spec/spark.md §3.2; what differs from Spark's Kafka source is marked *seglog*):
+Options (what differs from Spark's Kafka source is marked *seglog*):
 
 * where the logs are (*seglog*, replaces ``kafka.bootstrap.servers``): ``path`` = a log
   directory, or several separated by commas (Kafka's ``log.dirs``), and/or ``config`` = a

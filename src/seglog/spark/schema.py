@@ -1,4 +1,4 @@
-"""The Spark Kafka source and sink contracts (spec/spark.md §3.1, §3.3) as Spark and Arrow types.
+"""The Spark Kafka source and sink contracts as Spark and Arrow types.
 
 Read schema, every field nullable, in this order: ``key binary, value binary, topic string,
 partition int, offset bigint, timestamp timestamp, timestampType int`` and, with

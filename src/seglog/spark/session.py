@@ -6,7 +6,7 @@ registered under the name ``seglog`` (Spark refuses a Python source named ``kafk
 the session as usual (``spark-submit --master ...``) and call :func:`register` on it: the same
 code runs unchanged as long as every executor can read the log directories.
 
-Why each setting (facts in ``spec/spark.md`` §2 and §5):
+Why each setting:
 
 * ``PYSPARK_PYTHON`` is set to this interpreter when unset, so Spark's Python workers import
   the same environment (pyarrow, numba, seglog); otherwise they run the first ``python3`` on

@@ -1,6 +1,6 @@
 """The Spark batch sink: ``df.write.format("seglog").mode("append")``, exactly once.
 
-Input columns (Spark's Kafka sink contract, spec/spark.md §3.3); other columns are ignored,
+Input columns (Spark's Kafka sink contract); other columns are ignored,
 as Kafka's sink ignores them, so a DataFrame read with ``format("seglog")`` can be written
 back as it is:
 

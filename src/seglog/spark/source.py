@@ -6,7 +6,7 @@ the partition logs under ``DIR`` with **Spark's Kafka source schema and options*
 Structured Streaming source (:mod:`seglog.spark.streaming`); ``write`` delegates to the sink
 (:mod:`seglog.spark.sink`).
 
-Where each step runs (spec/spark.md §1.3): ``schema()`` and ``reader()`` in Spark's planner
+Where each step runs: ``schema()`` and ``reader()`` in Spark's planner
 Python workers; :meth:`SeglogBatchReader.pushFilters` and :meth:`~SeglogBatchReader.partitions`
 there too, on the same reader object; ``read()`` on executors, on a pickled copy. Planning
 opens the directories with ``LogManager.open(broker, read_only=True)`` (never writes, no

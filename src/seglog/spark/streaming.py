@@ -4,7 +4,7 @@ Offsets are Spark's Kafka source offsets: ``{"topic": {"0": next_offset, ...}}``
 partition numbers as strings); Spark stores them verbatim in the checkpoint's ``offsets/N``.
 A micro-batch ``(start, end]`` reads ``[start[tp], end[tp])`` of every partition of ``end``.
 
-The reader object lives on the driver for the whole query (spec/spark.md §1.3/§1.7), so it
+The reader object lives on the driver for the whole query, so it
 keeps the availableNow target and the time of the last batch; every call re-opens the
 directories read-only (``LogManager.open(..., read_only=True)``) to see new appends, and
 closes them before returning. ``read()`` runs on executors like the batch reader.

@@ -1,1 +1,1 @@
-"""seglog.storage layer (see DESIGN.md)."""
+"""seglog.storage layer (see docs/architecture.md)."""

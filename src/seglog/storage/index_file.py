@@ -1,4 +1,4 @@
-"""A segment's ``.index`` and ``.timeindex`` files: sparse, preallocated, trimmed (spec §7-8).
+"""A segment's ``.index`` and ``.timeindex`` files: sparse, preallocated, trimmed.
 
 Entry layouts are in :mod:`seglog.format.index`. This module owns the files:
 
@@ -74,7 +74,7 @@ def _interleave(first: list[int], second: list[int]) -> list[int]:
 
 
 def max_index_bytes(segment_index_bytes: int, entry_bytes: int) -> int:
-    """``segment.index.bytes`` rounded down to a whole number of entries (spec §7.2)."""
+    """``segment.index.bytes`` rounded down to a whole number of entries."""
     rounded = segment_index_bytes // entry_bytes * entry_bytes
     if rounded < entry_bytes:
         raise CorruptIndexError(
@@ -122,7 +122,7 @@ class _IndexFile:
             # hold zero entries, which end the entries anyway).
             data, self._loaded_file_bytes = fileops.read_leading_data(self.path)
         except FileNotFoundError:
-            return  # Kafka creates index files lazily: missing reads as empty (spec §7.5)
+            return  # Kafka creates index files lazily: missing reads as empty
         except OSError as exc:
             raise UnreadableFileError(exc.strerror or str(exc), path=str(self.path)) from exc
         self._load_entries(data)
@@ -390,14 +390,14 @@ class OffsetIndexFile(_IndexFile):
         values.extend(positions)
 
     def lookup(self, offset: int) -> tuple[int, int]:
-        """(offset, position) of the largest entry <= ``offset``; (base, 0) if none (spec §7.3)."""
+        """(offset, position) of the largest entry <= ``offset``; (base, 0) if none."""
         slot = self._floor_slot(offset - self.base_offset)
         if slot < 0:
             return self.base_offset, 0
         return self.base_offset + self._keys[slot], self._values[slot]
 
     def truncate_to(self, offset: int) -> None:
-        """Drop entries at or above ``offset`` (an entry equal to it goes too; spec §7.4)."""
+        """Drop entries at or above ``offset`` (an entry equal to it goes too)."""
         slot = self._floor_slot(offset - self.base_offset)
         if slot < 0:
             keep = 0
@@ -441,7 +441,7 @@ class OffsetIndexFile(_IndexFile):
         return None
 
     def sanity_check(self) -> None:
-        """Kafka's check of the file on disk (spec §7.5); raises ``CorruptIndexError``.
+        """Kafka's check of the file on disk; raises ``CorruptIndexError``.
 
         See :meth:`_IndexFile._checked_bytes` for which slots a live index checks."""
         data = self._checked_bytes()
@@ -475,7 +475,7 @@ class TimeIndexFile(_IndexFile):
         return self._keys[-1], self.base_offset + self._values[-1]
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> bool:
-        """Add (timestamp, offset) if the timestamp is above the last entry's (spec §8.2).
+        """Add (timestamp, offset) if the timestamp is above the last entry's.
 
         Returns whether an entry was written. ``skip_full_check`` lets the roll's final
         entry use the reserved last slot.
@@ -590,7 +590,7 @@ class TimeIndexFile(_IndexFile):
         return None
 
     def sanity_check(self) -> None:
-        """Kafka's check of the file on disk (spec §8.6, ``TimeIndexTest.testSanityCheck``):
+        """Kafka's check of the file on disk (``TimeIndexTest.testSanityCheck``):
         the last entry's timestamp is not below the first's, its offset not below the base,
         and the file is a whole number of entries; raises ``CorruptIndexError``.
 

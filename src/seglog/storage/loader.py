@@ -1,4 +1,4 @@
-"""Opening a partition directory: Kafka's ``LogLoader`` (spec §11.2, §12).
+"""Opening a partition directory: Kafka's ``LogLoader``.
 
 Steps, in order (each says what a crash in the middle leaves for the next start):
 

@@ -1,6 +1,6 @@
 """A log directory root (one entry of ``log.dirs``): its lock, metadata and checkpoint files.
 
-Files of a root (spec §1.1, §6), each written atomically (``.tmp``, fsync, rename, directory
+Files of a root, each written atomically (``.tmp``, fsync, rename, directory
 fsync) in Kafka's exact text format:
 
 * ``.lock``: empty; held with an exclusive POSIX record lock (``fcntl.lockf``, what Java's
@@ -19,7 +19,7 @@ fsync) in Kafka's exact text format:
   "brokerEpoch":N}``, or a pre-3.7 broker's empty file) and writes those same bytes back at a
   clean close: the broker epoch is the broker's, which seglog does not know; writing -1 would
   tell a KRaft controller the broker's last shutdown was not clean. A root found without a
-  (readable) marker gets ``{"version":0,"brokerEpoch":-1}`` (epoch unknown, §6.6);
+  (readable) marker gets ``{"version":0,"brokerEpoch":-1}`` (epoch unknown);
 * ``seglog-topics.json``: seglog's own topic metadata (partition count, topic id, config
   overrides), in every root, with a ``generation`` so the newest copy wins after a crash
   between two roots' writes. Kafka ignores plain files in a log directory, so it is harmless.

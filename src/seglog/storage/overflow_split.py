@@ -3,7 +3,7 @@
 The plan (which bytes go to which new base offset) is :func:`seglog.core.overflow_split.
 plan_overflow_split`; this module reads the entry headers of the ``.log`` and performs the
 plan with the same ``.cleaned`` -> ``.swap`` -> live protocol as the cleaner's replace
-(``Log.replace_segments``, spec §11.2), so the loader's file pass and swap completion
+(``Log.replace_segments``), so the loader's file pass and swap completion
 (:mod:`seglog.storage.loader` steps 1-2) finish or undo it after a crash. The loader calls
 it while no segment of the directory is open. Steps, with what the next load does after a
 crash right there:

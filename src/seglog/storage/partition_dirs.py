@@ -1,18 +1,19 @@
 """Partition directories inside a log directory root: list, create, rename, remove.
 
 File operations the engine needs on whole partitions, kept here so that ``seglog.storage``
-stays the only code that touches the file system (DESIGN.md):
+stays the only code that touches the file system (docs/architecture.md):
 
 * :func:`list_partition_dirs`: the sub-directories of a root whose names parse as partition
   directories (live ``{topic}-{partition}`` and the ``-delete``/``-future``/``-stray`` forms,
-  spec §2.3); anything else (files, other directories) is not a partition and is skipped.
+  as Kafka names them); anything else (files, other directories) is not a partition and is
+  skipped.
 * :func:`create_partition_dir`: 1. ``mkdir``; 2. write ``partition.metadata`` atomically
-  (topic id, spec §6.5) before any log data; 3. fsync the root. *Crash after 1*: an empty
+  (topic id) before any log data; 3. fsync the root. *Crash after 1*: an empty
   directory, which opens as an empty log and gets its metadata when the topic is re-created.
 * :func:`rename_partition_dir`: one ``rename`` (atomic) plus an fsync of the root.
 * :func:`remove_partition_dir`: ``rmtree``; a directory already gone is fine.
 * :func:`read_leader_epochs` / :func:`write_leader_epochs`: the partition's
-  ``leader-epoch-checkpoint`` (spec §6.3); Kafka creates it empty when the log opens, and a
+  ``leader-epoch-checkpoint``; Kafka creates it empty when the log opens, and a
   damaged one reads as empty (a single node only ever has epoch 0).
 """
 

@@ -1,4 +1,4 @@
-"""One log segment: ``{base}.log`` plus its sparse ``.index`` and ``.timeindex`` (spec §5, §7, §8).
+"""One log segment: ``{base}.log`` plus its sparse ``.index`` and ``.timeindex``.
 
 The ``.log`` file is record batches end to end (:mod:`seglog.format.reader` documents the
 layout). A segment holds offsets from ``base_offset`` (named in its 20-digit file names) up to,
@@ -10,11 +10,11 @@ Invariants a segment keeps:
   :attr:`size` (``pwrite``), so a crash leaves at most a torn tail, which recovery cuts;
 * ``size`` never exceeds ``segment.bytes`` (the roll check runs before each append) and every
   position fits an int32;
-* index entries follow Kafka's rule (spec §5.1): an append that starts more than
+* index entries follow Kafka's rule: an append that starts more than
   ``index.interval.bytes`` after the previous entry's append gets an offset entry mapping the
   append's **last offset** to the position of its **first batch**, and a time entry with the
   segment's running (max timestamp, last offset of the batch that had it). The first append of
-  a segment never gets one. Recovery rebuilds the same rule per batch (spec §5.2);
+  a segment never gets one. Recovery rebuilds the same rule per batch;
 * the time index gets the final max-timestamp entry when the segment stops being active
   (roll, close, after recovery), and both indexes are trimmed then;
 * **preallocation** (``preallocate=true``, :meth:`LogSegment.preallocate`): a new active
@@ -304,7 +304,7 @@ class LogSegment:
         return os.stat(self.log_path).st_mtime_ns // 1_000_000
 
     def largest_timestamp(self) -> int:
-        """Max record timestamp, or the ``.log`` mtime when the segment has none (spec §14.3)."""
+        """Max record timestamp, or the ``.log`` mtime when the segment has none."""
         if self.max_timestamp_so_far >= 0:
             return self.max_timestamp_so_far
         return self.last_modified_ms()
@@ -319,7 +319,7 @@ class LogSegment:
         check: Callable[[], None] | None = None,
         checker: SideThreads | None = None,
     ) -> None:
-        """Write whole batches at the end, then index them (spec §5.1).
+        """Write whole batches at the end, then index them.
 
         ``buffers`` (``size`` bytes in all) are written in order with ``pwritev``; ``batches``
         describes each batch of them, positions relative to the first byte.
@@ -591,7 +591,7 @@ class LogSegment:
         return position if self._entry_holds(entry_offset, self._last_offset_at(position)) else 0
 
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchLocation | None:
-        """The first batch whose last offset is >= ``offset`` (spec §7.3), or None."""
+        """The first batch whose last offset is >= ``offset``, or None."""
         indexed_offset, position = self.offset_index.lookup(offset)
         if position > start_position:
             try:
@@ -655,7 +655,7 @@ class LogSegment:
         max_position: int | None = None,
         min_one_message: bool = False,
     ) -> FetchSlice | None:
-        """Bytes from the batch holding ``start_offset`` on (spec §15.1 step 4), or None."""
+        """Bytes from the batch holding ``start_offset`` on, or None."""
         location = self.translate_offset(start_offset)
         if location is None:
             return None
@@ -680,7 +680,7 @@ class LogSegment:
         return last.last_offset + 1
 
     def find_offset_by_timestamp(self, timestamp: int, start_offset: int) -> TimestampMatch | None:
-        """First record with timestamp >= ``timestamp`` and offset >= ``start_offset`` (§15.2)."""
+        """First record with timestamp >= ``timestamp`` and offset >= ``start_offset``."""
         indexed_timestamp, indexed_offset = self.time_index.lookup(timestamp)
         if not self._time_entry_holds(indexed_timestamp, indexed_offset):
             indexed_offset = self.base_offset  # a damaged entry: scan the whole segment
@@ -695,7 +695,7 @@ class LogSegment:
         return None
 
     def find_max_timestamp_record(self) -> TimestampMatch | None:
-        """The first record holding the segment's max timestamp (ListOffsets -3, spec §15.2)."""
+        """The first record holding the segment's max timestamp (ListOffsets -3)."""
         max_timestamp = self.max_timestamp_so_far
         if max_timestamp < 0:
             return None
@@ -712,7 +712,7 @@ class LogSegment:
 
     # --- recovery --------------------------------------------------------------------------
     def recover(self, *, stop_at_overflow: bool = False) -> SegmentRecovery:
-        """Validate every batch, rebuild both indexes (spec §5.2) and cut a bad tail (§12.3).
+        """Validate every batch, rebuild both indexes and cut a bad tail.
 
         Stops at the first torn, corrupt or out-of-order entry; bytes from there on are
         truncated (in memory only for a read-only segment). Returns what was found.
@@ -817,7 +817,7 @@ class LogSegment:
 
     # --- truncation, roll, close --------------------------------------------------------------
     def truncate_to(self, offset: int, now_ms: int | None = None) -> int:
-        """Drop every batch whose last offset is >= ``offset``; returns bytes removed (§7.4).
+        """Drop every batch whose last offset is >= ``offset``; returns bytes removed.
 
         A segment left empty (whether this call removed bytes or it was empty already)
         restarts its roll clock, as Kafka's ``LogSegment.truncateTo`` does: its creation time
@@ -880,7 +880,7 @@ class LogSegment:
         self._shallow_offset_of_max_timestamp = offset
 
     def on_become_inactive(self) -> None:
-        """Roll or close: final max-timestamp time entry, then trim both indexes (spec §5.4)
+        """Roll or close: final max-timestamp time entry, then trim both indexes
         and a preallocated ``.log``."""
         self._trim_log()
         self.time_index.maybe_append(
@@ -1057,6 +1057,6 @@ class LogSegment:
 
     def set_last_modified(self, mtime_ms: int) -> None:
         """Set the modification time of every file of the segment (the cleaner keeps the
-        replaced group's last modification time on its output, spec §5.7)."""
+        replaced group's last modification time on its output)."""
         for path in self.files():
             fileops.set_mtime_ms(path, mtime_ms)

@@ -2,7 +2,7 @@
 
 Why it exists. Kafka's loader finishes an interrupted swap from the ``.swap`` files alone: it
 deletes every live segment whose base offset lies in ``[lowest .swap base, highest .swap next
-offset)`` (``LogLoader``, spec ``kafka-storage.md`` §11). A cleaner group whose *last*
+offset)`` (``LogLoader``). A cleaner group whose *last*
 segments lose every record cleans to a segment whose next offset is below those segments'
 bases (Kafka keeps an emptied batch only at the round's upper bound or for an active
 producer), so after a crash between the ``.cleaned`` -> ``.swap`` rename and the old

@@ -1,4 +1,4 @@
-"""One cleaning round over one log: Kafka's ``Cleaner.doClean`` (spec ``kafka-cleaner.md`` §3, §5).
+"""One cleaning round over one log: Kafka's ``Cleaner.doClean``.
 
 A round, given a :class:`~seglog.core.cleaning.LogToClean` chosen by the cleaner manager:
 
@@ -114,7 +114,7 @@ class LegacyFormatError(UncleanableLogError):
 
 @dataclass
 class CleanerStats:
-    """One round's figures, as Kafka's ``CleanerStats`` (spec §8)."""
+    """One round's figures, as Kafka's ``CleanerStats``."""
 
     first_dirty_offset: int = 0
     end_offset: int = 0
@@ -205,7 +205,7 @@ class CleanerStats:
 
 class Throttler:
     """Kafka's shared cleaner I/O throttle: sleep when the observed rate over the last
-    period (at least ``check_interval_s``) exceeds ``bytes_per_second`` (spec §8)."""
+    period (at least ``check_interval_s``) exceeds ``bytes_per_second``."""
 
     def __init__(
         self,
@@ -726,7 +726,7 @@ class Cleaner:
             log.replace_segments([cleaned], group)
         except BaseException:
             # The swap stopped part-way: its files are whatever the renames left, which
-            # startup recovery completes or rolls back (spec §6.2); never delete them here.
+            # startup recovery completes or rolls back; never delete them here.
             log.mark_needs_recovery()
             raise
 
@@ -859,7 +859,7 @@ class Cleaner:
         stats: CleanerStats,
         rules: RecordFilter = NO_FILTER,
     ) -> npt.NDArray[np.bool_]:
-        """Kafka's ``shouldRetainRecord`` (spec §5.3) for every row at once (plus ``rules``)."""
+        """Kafka's ``shouldRetainRecord`` for every row at once (plus ``rules``)."""
         offsets = columns.offset
         beyond = offsets > latest
         has_key = columns.key_length >= 0

@@ -1,5 +1,5 @@
 """Which partition the log cleaner works on, and who else may touch it: Kafka's
-``LogCleanerManager`` (spec ``kafka-cleaner.md`` §2.5-§2.6, §7).
+``LogCleanerManager``.
 
 Per partition a **cleaning state**, changed only under one lock (a condition variable):
 
@@ -40,7 +40,7 @@ others. How long depends on the error:
   (:meth:`~seglog.engine.cleaning.log_cleaner.LogCleaner.clean_once`) retries them at once. A failed
   round leaves the log as it was (the swap protocol and its recovery), so a retry is sound.
 
-Choosing (§2.5): every compacted log without a state and not uncleanable is a candidate;
+Choosing: every compacted log without a state and not uncleanable is a candidate;
 an invalid checkpoint is rewritten at once (KAFKA-6266); the eligible log with the highest
 dirty ratio is taken (or a must-clean, past ``max.compaction.lag.ms``).
 """
@@ -298,7 +298,7 @@ class CleanerManager:
         topic: str | None = None,
         skip: frozenset[TopicPartition] = frozenset(),
     ) -> CleaningCandidate | None:
-        """Choose the log to clean and mark it in progress (§2.5), or None."""
+        """Choose the log to clean and mark it in progress, or None."""
         with self._cond:
             self.time_of_last_run_ms = now_ms
             checkpoints = self.checkpoints()

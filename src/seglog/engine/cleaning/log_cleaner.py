@@ -1,4 +1,4 @@
-"""The log cleaner: threads that clean the filthiest compacted logs (spec ``kafka-cleaner.md`` §8).
+"""The log cleaner: threads that clean the filthiest compacted logs.
 
 ``log.cleaner.threads`` threads (``kafka-log-cleaner-thread-<i>``), each with its own
 :class:`~seglog.engine.cleaning.cleaner.Cleaner` and offset map of
@@ -309,7 +309,7 @@ class LogCleaner:
         """True while cleaner threads run."""
         return bool(self._threads)
 
-    # --- metrics (Kafka's names, spec §8) ---------------------------------------------------------
+    # --- metrics (Kafka's names) ---------------------------------------------------------
     def metrics(self) -> dict[str, float]:
         """The cleaner's gauges with Kafka's names."""
         with self._lock:

@@ -1,5 +1,5 @@
 """The Pulsar-style compactor: a compacted copy *beside* the log, and read-compacted readers
-(seed 001; spec ``pulsar-compaction.md``; the files are :mod:`seglog.storage.compacted_copy`).
+(Pulsar's topic compaction; the files are :mod:`seglog.storage.compacted_copy`).
 
 A run over one partition, with the compaction horizon H0 of the published copy (-1: none):
 

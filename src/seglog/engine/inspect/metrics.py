@@ -32,7 +32,7 @@ kafka_log_Log_LogStartOffset{topic,partition}             K     log start offset
 kafka_log_Log_LogEndOffset{topic,partition}               K     log end offset
 kafka_log_LogManager_OfflineLogDirectoryCount             K     roots that are no readable dir
 kafka_log_LogManager_LogDirectoryOffline{logDirectory}    K     1 when that root is offline
-kafka_log_LogCleaner_max_buffer_utilization_percent       K     cleaner gauges of spec §8, from
+kafka_log_LogCleaner_max_buffer_utilization_percent       K     cleaner gauges (Kafka's), from
 kafka_log_LogCleaner_cleaner_recopy_percent               K     the threads' last rounds (0 in
 kafka_log_LogCleaner_max_clean_time_secs                  K     a process that has not cleaned)
 kafka_log_LogCleaner_max_compaction_delay_secs            K
@@ -196,7 +196,7 @@ def _is_offline(path: Path) -> bool:
 
 def _cleaner_families(manager: LogManager) -> list[MetricFamily]:
     cleaner = manager.log_cleaner
-    gauges = cleaner.metrics()  # Kafka's names and values (spec §8)
+    gauges = cleaner.metrics()  # Kafka's names and values
 
     def one(type_: str, name: str, help_text: str) -> MetricFamily:
         return _kafka(type_, name, help_text, [Sample((), gauges[name])])

@@ -23,7 +23,7 @@ Checks and the ``kind`` each reports:
    CRC) below -1 or below an earlier batch's: a log's epochs never go down, so one of the two
    is damaged. ``log-end-offset``: the last batch's offset + 1 (the active
    segment's base offset when it is empty) differs from the log end offset.
-3. **Indexes** (spec §7, §8; rules O3-O5 and T3-T6 of ``tests/support/index_oracle.py``).
+3. **Indexes** (rules O3-O5 and T3-T6 of ``tests/support/index_oracle.py``).
    ``index-entry``: the ``.index`` entries are not increasing or point past the log
    (:meth:`~seglog.storage.index_file.OffsetIndexFile.consistency_problem`), or an entry's
    position is not the start of a batch, or its offset is not the last offset of a batch
@@ -35,7 +35,7 @@ Checks and the ``kind`` each reports:
    the record holding the max timestamp, inside the batch, so any offset of the batch is
    accepted (Kafka's lookups accept both).
 4. **Compaction** (only when ``log.config.is_compacted`` and ``cleaner_checkpoint`` is
-   given; kafka-cleaner.md §5.3-5.4; control batches are never judged by key).
+   given; control batches are never judged by key).
    ``duplicate-key``: a key found twice among data records below the checkpoint (each later
    occurrence is reported, naming the earlier offset). ``tombstone-without-horizon``: a
    tombstone (null value, non-null key) below the checkpoint in a v2 batch without the

@@ -26,7 +26,7 @@ The work is split by responsibility (as Kafka splits ``UnifiedLog``/``LocalLog``
 * :mod:`seglog.engine.log.reads`: reads and lookups on a snapshot (segment list, start and end
   offsets read once), lock-free.
 
-Append (spec §5.1): validate each batch and assign offsets from LEO
+Append: validate each batch and assign offsets from LEO
 (:mod:`seglog.core.append_validation`), roll if a roll condition holds
 (:mod:`seglog.core.roll`), write, and flush when ``flush.messages`` is reached.
 
@@ -171,7 +171,7 @@ class Log:
         file_deleter: Callable[[LogSegment], None] | None = None,
         side_threads: SideThreads | None = None,
     ) -> Log:
-        """Open (creating when writable) a partition directory and load it (spec §12).
+        """Open (creating when writable) a partition directory and load it.
 
         ``flush_executor`` runs the flush that follows each roll in the background, as Kafka
         does, so the append that rolls does not wait for fsyncs; without one it runs inline.
@@ -258,7 +258,7 @@ class Log:
             raise UnreadableFileError("log is closed", path=str(self.directory))
 
     def append(self, data: bytes | bytearray | memoryview) -> LogAppendInfo:
-        """Append a producer's chunk of v2 batches (offsets are assigned here); spec §5.1."""
+        """Append a producer's chunk of v2 batches (offsets are assigned here)."""
         with self._lock:
             self._check_writable()
             now_ms = self.clock.now_ms()
@@ -398,7 +398,7 @@ class Log:
         return reason
 
     def roll(self) -> LogSegment:
-        """Start a new active segment at LEO (spec §5.4); the old one is finished and flushed.
+        """Start a new active segment at LEO; the old one is finished and flushed.
 
         Rolling an empty active segment is a no-op (it already starts at LEO).
         """
@@ -421,7 +421,7 @@ class Log:
 
     def _flush_rolled(self, new_base: int, truncations: int) -> None:
         """The background half of a roll: fsync what lies below the new segment, then move the
-        recovery point there unless a truncation came in between (spec §5.4 step 6)."""
+        recovery point there unless a truncation came in between."""
         all_segments, point = self._list.segments, self.recovery_point
         segments = [
             segment
@@ -454,7 +454,7 @@ class Log:
 
     # --- flush ---------------------------------------------------------------------------------
     def flush(self, up_to_offset: int | None = None) -> None:
-        """fsync every segment holding offsets in [recovery point, ``up_to_offset``) (spec §13)."""
+        """fsync every segment holding offsets in [recovery point, ``up_to_offset``)."""
         with self._lock:
             if not self.writable:
                 return
@@ -489,7 +489,7 @@ class Log:
         *,
         min_one_message: bool = True,
     ) -> FetchResult:
-        """Bytes from the batch holding ``offset`` on, at most ``max_bytes`` (spec §15.1).
+        """Bytes from the batch holding ``offset`` on, at most ``max_bytes``.
 
         Raises ``OffsetOutOfRangeError`` below the log start offset or above LEO; at LEO the
         result is empty. With ``min_one_message`` the first batch comes whole even when it is
@@ -555,7 +555,7 @@ class Log:
         return list(itertools.islice(records, max_records))
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
-        """Kafka's ListOffsets (spec §15.2): -1 latest, -2 earliest, -3 max timestamp, -4 earliest
+        """Kafka's ListOffsets: -1 latest, -2 earliest, -3 max timestamp, -4 earliest
         local, or the first offset whose record timestamp is >= ``timestamp`` (None if none)."""
         segments, start, end = self._list.segments, self.log_start_offset, self.log_end_offset
         return reads.fetch_offset_by_timestamp(segments, start, end, timestamp)
@@ -611,7 +611,7 @@ class Log:
             fsync_directory(self.directory)
             return removed
 
-    # --- retention (spec §14) ----------------------------------------------------------------
+    # --- retention ----------------------------------------------------------------
     def retention_settings(self) -> RetentionSettings:
         """The retention configs of this log."""
         return RetentionSettings(
@@ -698,7 +698,7 @@ class Log:
     def delete_records(self, offset: int) -> int:
         """Kafka's DeleteRecords: move the log start offset up to ``offset`` (-1 = the high
         watermark); records below it can no longer be read, and retention removes the whole
-        segments below it. Returns the new log start offset (spec §14.4)."""
+        segments below it. Returns the new log start offset."""
         with self._lock:
             self._check_writable()
             if not self.config.has_delete:
@@ -726,7 +726,7 @@ class Log:
             self._epochs = [EpochEntry(last_dropped.epoch, offset), *kept]
             write_leader_epochs(self.directory, self._epochs)
 
-    # --- the log cleaner's view and its swap (spec kafka-cleaner §6) ---------------------------
+    # --- the log cleaner's view and its swap ---------------------------
     def cleaner_segment_facts(self) -> list[CleanerSegmentFacts]:
         """Per segment, what the cleaner's planning reads (sizes, timestamps, index entries)."""
         segments = self._list.segments
@@ -775,7 +775,7 @@ class Log:
     ) -> list[LogSegment]:
         """Put finished ``.cleaned`` segments in place of ``old_segments``, crash-safely.
 
-        Kafka's ``replaceSegments`` (spec §6.1); what startup recovery (the loader, spec §6.2)
+        Kafka's ``replaceSegments``; what startup recovery (the loader)
         does if the process dies after each step:
 
         1. Old segments no longer in the list (retention removed them meanwhile) are ignored.

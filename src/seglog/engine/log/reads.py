@@ -7,9 +7,9 @@ never blocks an append; it never sees a partial batch because a segment's readab
 grows after a whole append was written. A segment taken out of the list while a read holds it
 keeps its open file until the file deleter runs.
 
-* :func:`read`: bytes from the batch holding an offset (Fetch, spec §15.1);
+* :func:`read`: bytes from the batch holding an offset (Fetch);
 * :func:`iter_records`: data records, lazily, through :mod:`seglog.engine.log.record_scan`;
-* :func:`fetch_offset_by_timestamp`: ListOffsets (spec §15.2).
+* :func:`fetch_offset_by_timestamp`: ListOffsets.
 """
 
 from __future__ import annotations

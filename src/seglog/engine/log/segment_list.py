@@ -6,7 +6,7 @@ A :class:`SegmentList` owns:
   active segment; ``bases[i] == segments[i].base_offset``), replaced as a whole by
   :meth:`SegmentList.publish`, so a reader that takes :attr:`SegmentList.view` without a lock
   always sees a segment tuple and its base offsets from the same moment;
-* the cleaner's swap (spec kafka-cleaner §6): :meth:`SegmentList.replace` and the pending swap
+* the cleaner's swap: :meth:`SegmentList.replace` and the pending swap
   :meth:`SegmentList.finish_swap` finishes; the ``.cleaned`` segments a round writes
   (:meth:`SegmentList.new_cleaned_segment`, :meth:`SegmentList.adopt_cleaned_segment`,
   :meth:`SegmentList.remove_cleaned_files`);
@@ -80,7 +80,7 @@ class SegmentList:
 
     # --- deleting files ------------------------------------------------------------------------
     def delete_segment_files(self, segment: LogSegment) -> None:
-        """Two-step delete (spec §11.1): rename to ``.deleted`` now, unlink through the file
+        """Two-step delete: rename to ``.deleted`` now, unlink through the file
         deleter (after ``file.delete.delay.ms`` under a LogManager), so a read that already
         holds the segment finishes."""
         segment.change_file_suffix(DELETED_SUFFIX)
