@@ -166,8 +166,10 @@ class RecordScan:
             except CorruptRecordError as exc:
                 if not self._skip:
                     raise
-                self._report(segment, exc.position or 0, exc.reason, self._next_base(segment))
-                return segment, self._resume(segment, exc.position or 0, self._next_base(segment))
+                damaged_at = exc.position or 0
+                return segment, self._skip_damage(
+                    segment, damaged_at, exc.reason, self._next_base(segment)
+                )
             if location is not None:
                 return segment, location.position
         return None
@@ -208,8 +210,7 @@ class RecordScan:
                 if is_gap:  # the batch itself is whole: report the gap, read the batch
                     self._report_gap(segment, batch, problem)
                 else:
-                    self._report(segment, batch.position, problem, next_base)
-                    return self._resume(segment, batch.position + 1, next_base)
+                    return self._skip_damage(segment, batch.position, problem, next_base)
             yield from self._batch_records(batch)
             if self._cursor >= self._end:
                 return position
@@ -230,8 +231,7 @@ class RecordScan:
         # (appends only ever make whole batches readable).
         if not self._skip:
             raise self._error(segment, ending.position, ending.reason)
-        self._report(segment, ending.position, ending.reason, next_base)
-        return self._resume(segment, ending.position + 1, next_base)
+        return self._skip_damage(segment, ending.position, ending.reason, next_base)
 
     def _check(
         self, batch: Batch, segment: LogSegment, next_base: int | None
@@ -323,22 +323,22 @@ class RecordScan:
             path=path,
         )
 
-    def _resume(self, segment: LogSegment, position: int, next_base: int | None) -> int:
-        """The position to read on from after damage at ``position - 1``: the next valid
-        batch of the segment above the offsets read, or the segment's end."""
-        found = segment.find_next_batch(position, self._cursor, next_base)
+    def _skip_damage(
+        self, segment: LogSegment, damaged_at: int, reason: str, next_base: int | None
+    ) -> int:
+        """Report the damage at ``damaged_at`` as a :class:`SkippedRange` and return the
+        position to read on from: the next valid batch of the segment above the offsets
+        read, or the segment's end."""
+        found = segment.find_next_batch(damaged_at + 1, self._cursor, next_base)
         resume = segment.size if found is None else found.position
-        if self._pending is not None:
-            start, reason = self._pending
-            last = next_base - 1 if found is None and next_base is not None else None
-            if found is not None:
-                last = found.base_offset - 1
-            self._emit(
-                SkippedRange(str(segment.log_path), start, resume, self._cursor, last, reason)
-            )
-            self._pending = None
         if found is not None:
-            # Offsets passed over are not a gap of the log: damage was reported already.
+            last: int | None = found.base_offset - 1
+        else:
+            last = None if next_base is None else next_base - 1
+        path = str(segment.log_path)
+        self._emit(SkippedRange(path, damaged_at, resume, self._cursor, last, reason))
+        if found is not None:
+            # Offsets passed over are not a gap of the log: the damage was reported.
             self._previous_last = None
             self._previous_epoch = NO_EPOCH
             self._cursor = max(self._cursor, found.base_offset)
@@ -346,14 +346,6 @@ class RecordScan:
             self._previous_last = None
             self._cursor = max(self._cursor, next_base)
         return resume
-
-    _pending: tuple[int, str] | None = None
-
-    def _report(
-        self, segment: LogSegment, position: int, reason: str, next_base: int | None
-    ) -> None:
-        del segment, next_base  # the range is completed by _resume, which knows where it ends
-        self._pending = (position, reason)
 
     def _report_gap(self, segment: LogSegment, batch: Batch, reason: str) -> None:
         """A whole batch read in spite of a problem before it (a gap, an epoch going down)."""
