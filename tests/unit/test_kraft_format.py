@@ -30,27 +30,9 @@ from seglog.format.kraft import (
     decode_snapshot_header,
     decode_voters,
 )
+from support.kraft_records import compact_string, uvarint
 
-# --- test-side encoders -------------------------------------------------------------------------
-
-
-def uvarint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def compact_string(text: str | None) -> bytes:
-    if text is None:
-        return b"\x00"
-    data = text.encode("utf-8")
-    return uvarint(len(data) + 1) + data
+# --- test-side encoders (shared with the metadata-record tests) ---------------------------------
 
 
 def tagged(fields: list[tuple[int, bytes]] | None = None) -> bytes:
