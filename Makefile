@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
-EXTRAS ?= spark,test,dev
+EXTRAS ?= spark,objectstore,test,dev
 DATA_DIR ?= data
 
 .PHONY: install run test check bench reliability clean
