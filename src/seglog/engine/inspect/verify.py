@@ -50,7 +50,7 @@ Checks and the ``kind`` each reports:
    :meth:`seglog.core.offset_map.OffsetMap.hash_columns`, one numba call per chunk), kept in
    numpy arrays (two uint64 columns plus the int64 offset: 24 bytes per keyed record below the
    checkpoint, rather than about 100 for a Python set of ``bytes``) and sorted once at the
-   end (``np.lexsort``). A collision of 128-bit hashes is not a practical concern.
+   end (``np.lexsort``): :mod:`.verify_keys`.
 5. **Gaps** (logs that are not compacted). ``offset-gap``: a closed segment whose last batch
    ends below the next segment's base offset. Segments of a delete-policy log follow on
    without a gap (a roll starts the new segment at the log end offset), so the offsets in
@@ -67,97 +67,82 @@ Checks and the ``kind`` each reports:
    offset range (a gap reported so is not reported again as ``offset-gap``). A writable open
    already repaired the files, so its load report is history and is not repeated.
 
-Index entries are read through the index objects' public lookups: with strictly increasing
-keys (which the consistency check establishes first), a descending walk of
-``lookup(previous key - 1)`` visits every entry exactly once, so no accessor to the index's
-private arrays is needed. Verify expects a quiescent log (the CLI opens the data dirs
+The checks live beside this module: :mod:`.verify_problems` (the kinds and the report),
+:mod:`.verify_indexes` (check 3), :mod:`.verify_keys` (check 4); this module walks the
+segments and checks 1, 2, 5 and 6. Verify expects a quiescent log (the CLI opens the data dirs
 read-only); appends during a verify can make the log end offset check disagree.
 """
 
 from __future__ import annotations
 
-import bisect
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
-from seglog.core.offset_map import OffsetMap
+from seglog.engine.inspect.verify_indexes import (
+    INT32_MAX,
+    OffsetIndexCheck,
+    TimeIndexCheck,
+)
+from seglog.engine.inspect.verify_keys import KeyCheck
+from seglog.engine.inspect.verify_problems import (
+    KIND_CORRUPT,
+    KIND_CRC,
+    KIND_DROPPED_SEGMENT,
+    KIND_DUPLICATE_KEY,
+    KIND_EPOCH_ORDER,
+    KIND_EXPIRED_TOMBSTONE,
+    KIND_INDEX_ENTRY,
+    KIND_LOG_END_OFFSET,
+    KIND_OFFSET_GAP,
+    KIND_OFFSET_ORDER,
+    KIND_OFFSET_RANGE,
+    KIND_RECORDS_LOST,
+    KIND_TIME_INDEX_ENTRY,
+    KIND_TOMBSTONE_WITHOUT_HORIZON,
+    KIND_TORN_TAIL,
+    Problems,
+    VerifyProblem,
+    VerifyReport,
+    damage_kind,
+)
 from seglog.engine.log import Log
-from seglog.errors import CorruptRecordError, SeglogError
-from seglog.format.batch import DELETE_HORIZON_FLAG_MASK, LOG_OVERHEAD, MAGIC_V2
-from seglog.format.columnar import BatchColumns, RecordColumns, scan_columns
-from seglog.format.crc import crc32_ieee, crc32c
+from seglog.errors import CorruptRecordError
+from seglog.format.batch import LOG_OVERHEAD, MAGIC_V2
+from seglog.format.columnar import RecordColumns, scan_columns
 from seglog.format.names import LOG_SUFFIX, TIME_INDEX_SUFFIX
-from seglog.format.reader import EndKind, ReadEnd
-from seglog.format.topic_names import TopicPartition
-from seglog.storage.index_file import OffsetIndexFile, TimeIndexFile
+from seglog.format.reader import EndKind
 from seglog.storage.segment import LogSegment, segment_path
 
+__all__ = [
+    "CHUNK_BYTES_DEFAULT",
+    "KIND_CORRUPT",
+    "KIND_CRC",
+    "KIND_DROPPED_SEGMENT",
+    "KIND_DUPLICATE_KEY",
+    "KIND_EPOCH_ORDER",
+    "KIND_EXPIRED_TOMBSTONE",
+    "KIND_INDEX_ENTRY",
+    "KIND_LOG_END_OFFSET",
+    "KIND_OFFSET_GAP",
+    "KIND_OFFSET_ORDER",
+    "KIND_OFFSET_RANGE",
+    "KIND_RECORDS_LOST",
+    "KIND_TIME_INDEX_ENTRY",
+    "KIND_TOMBSTONE_WITHOUT_HORIZON",
+    "KIND_TORN_TAIL",
+    "MAX_PROBLEMS_DEFAULT",
+    "VerifyProblem",
+    "VerifyReport",
+    "verify_log",
+]
+
 Int64Array = npt.NDArray[np.int64]
-UInt64Array = npt.NDArray[np.uint64]
 
 CHUNK_BYTES_DEFAULT = 8 * 1024 * 1024
 MAX_PROBLEMS_DEFAULT = 1000
-INT32_MAX = (1 << 31) - 1
 INT64_MIN = -(1 << 63)
-INT64_MAX = (1 << 63) - 1
-OFFSET_INDEX_ENTRY_BYTES = 8
-TIME_INDEX_ENTRY_BYTES = 12
-NO_TIMESTAMP = -1
-
-KIND_CRC = "crc"
-KIND_CORRUPT = "corrupt"
-KIND_TORN_TAIL = "torn-tail"
-KIND_OFFSET_ORDER = "offset-order"
-KIND_EPOCH_ORDER = "epoch-order"
-KIND_OFFSET_RANGE = "offset-range"
-KIND_LOG_END_OFFSET = "log-end-offset"
-KIND_INDEX_ENTRY = "index-entry"
-KIND_TIME_INDEX_ENTRY = "time-index-entry"
-KIND_DROPPED_SEGMENT = "dropped-segment"
-KIND_OFFSET_GAP = "offset-gap"
-KIND_RECORDS_LOST = "records-lost"
-KIND_DUPLICATE_KEY = "duplicate-key"
-KIND_TOMBSTONE_WITHOUT_HORIZON = "tombstone-without-horizon"
-KIND_EXPIRED_TOMBSTONE = "expired-tombstone"
-
-# Bytes of an entry read to tell a checksum failure from other damage.
-_V2_CRC_AT = 17
-_V2_CRC_START = 21
-_LEGACY_CRC_AT = 12
-_LEGACY_CRC_START = 16
-_MAGIC_AT = 16
-
-
-@dataclass(frozen=True, slots=True)
-class VerifyProblem:
-    """One broken invariant: a stable ``kind`` code, the file, and where in it."""
-
-    kind: str
-    path: str
-    position: int | None  # byte position in ``path`` (a batch start, or an index entry)
-    offset: int | None
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class VerifyReport:
-    """What :func:`verify_log` checked in one partition and what it found."""
-
-    topic_partition: TopicPartition
-    segments_checked: int
-    batches_checked: int
-    records_checked: int
-    bytes_checked: int
-    problems: tuple[VerifyProblem, ...]
-    problems_omitted: int = 0  # found beyond ``max_problems``: counted, not kept
-
-    @property
-    def ok(self) -> bool:
-        """True when no problem was found."""
-        return not self.problems and not self.problems_omitted
 
 
 def verify_log(
@@ -177,291 +162,6 @@ def verify_log(
 
 
 # --- problems ------------------------------------------------------------------------------------
-
-
-class _Problems:
-    """The problems found so far, at most ``limit`` kept (the rest counted)."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.kept: list[VerifyProblem] = []
-        self.omitted = 0
-
-    def room(self, wanted: int) -> int:
-        """How many of ``wanted`` new problems to build; the rest are counted as omitted."""
-        free = max(0, self.limit - len(self.kept))
-        taken = min(free, wanted)
-        self.omitted += wanted - taken
-        return taken
-
-    def add(
-        self, kind: str, path: Path | str, position: int | None, offset: int | None, message: str
-    ) -> None:
-        """Keep one problem (or count it when the limit is reached)."""
-        if self.room(1):
-            self.kept.append(VerifyProblem(kind, str(path), position, offset, message))
-
-
-def _damage_kind(buf: bytes, at: int, end: ReadEnd) -> str:
-    """``crc`` when the entry at ``buf[at:]`` is framed whole and its checksum is wrong."""
-    if end.kind is EndKind.TORN_TAIL:
-        return KIND_TORN_TAIL
-    if len(buf) - at < LOG_OVERHEAD + 5:
-        return KIND_CORRUPT
-    size = int.from_bytes(buf[at + 8 : at + 12], "big", signed=True)
-    stop = at + LOG_OVERHEAD + size
-    if size <= 0 or stop > len(buf):
-        return KIND_CORRUPT
-    magic = buf[at + _MAGIC_AT]
-    if magic == MAGIC_V2 and stop >= at + _V2_CRC_START:
-        stored = int.from_bytes(buf[at + _V2_CRC_AT : at + _V2_CRC_AT + 4], "big")
-        return KIND_CRC if crc32c(buf[at + _V2_CRC_START : stop]) != stored else KIND_CORRUPT
-    if magic in (0, 1):
-        stored = int.from_bytes(buf[at + _LEGACY_CRC_AT : at + _LEGACY_CRC_AT + 4], "big")
-        return (
-            KIND_CRC if crc32_ieee(buf[at + _LEGACY_CRC_START : stop]) != stored else KIND_CORRUPT
-        )
-    return KIND_CORRUPT
-
-
-# --- per-segment index state ---------------------------------------------------------------------
-
-
-def _offset_index_entries(index: OffsetIndexFile) -> tuple[Int64Array, Int64Array]:
-    """(offsets, positions) of every entry, by a descending walk of ``lookup``.
-
-    Needs strictly increasing offsets (checked by ``consistency_problem`` before).
-    """
-    count = index.entries
-    offsets = np.empty(count, dtype=np.int64)
-    positions = np.empty(count, dtype=np.int64)
-    probe = index.base_offset + INT32_MAX  # relative offsets are int32
-    for slot in range(count - 1, -1, -1):
-        offset, position = index.lookup(probe)
-        offsets[slot] = offset
-        positions[slot] = position
-        probe = offset - 1
-    return offsets, positions
-
-
-def _time_index_entries(index: TimeIndexFile) -> tuple[Int64Array, Int64Array]:
-    """(timestamps, offsets) of every entry, by a descending walk of ``lookup``.
-
-    Needs strictly increasing timestamps (checked by ``consistency_problem`` before).
-    """
-    count = index.entries
-    timestamps = np.empty(count, dtype=np.int64)
-    offsets = np.empty(count, dtype=np.int64)
-    probe = INT64_MAX
-    for slot in range(count - 1, -1, -1):
-        timestamp, offset = index.lookup(probe)
-        timestamps[slot] = timestamp
-        offsets[slot] = offset
-        probe = timestamp - 1
-    return timestamps, offsets
-
-
-def _untrimmed_problem(index: OffsetIndexFile | TimeIndexFile, entry_bytes: int) -> str | None:
-    """Why a closed segment's index file is not exactly its entries, or None.
-
-    Kafka trims the indexes of every segment that stops being active, and reads
-    ``file size / entry size`` entries from them; the entries end early only at a zero entry
-    (a relative offset 0 at a slot above 0, the preallocated tail of a live segment).
-    """
-    size = index.file_size_bytes()
-    expected = index.entries * entry_bytes
-    if size == expected:
-        return None
-    return (
-        f"the file is {size} bytes but {index.entries} entries of {entry_bytes} bytes were read "
-        f"from it: a closed segment's index is trimmed to its entries, so the bytes from "
-        f"{expected} on are damage (a zero relative offset there ends the entries early)"
-    )
-
-
-class _OffsetIndexCheck:
-    """Rules O3-O5 for one segment's ``.index``, fed the segment's batches chunk by chunk.
-
-    Memory is a few arrays of the index's entry count, never one per batch.
-    """
-
-    def __init__(self, segment: LogSegment, problems: _Problems, *, is_closed: bool) -> None:
-        index = segment.offset_index
-        self.path = index.path
-        self.problems = problems
-        trim = _untrimmed_problem(index, OFFSET_INDEX_ENTRY_BYTES) if is_closed else None
-        if trim is not None:
-            offset_bytes = index.entries * OFFSET_INDEX_ENTRY_BYTES
-            problems.add(KIND_INDEX_ENTRY, self.path, offset_bytes, None, trim)
-        problem = index.consistency_problem(segment.size)
-        self.usable = problem is None
-        if problem is not None:
-            problems.add(KIND_INDEX_ENTRY, self.path, None, None, problem)
-            self.offsets = self.positions = np.empty(0, dtype=np.int64)
-        else:
-            self.offsets, self.positions = _offset_index_entries(index)
-        count = len(self.offsets)
-        self.at_batch = np.zeros(count, dtype=np.bool_)
-        self.batch_last = np.full(count, -1, dtype=np.int64)  # last offset of the batch there
-        self.satisfied = np.zeros(count, dtype=np.bool_)
-
-    def feed(self, positions: Int64Array, last_offsets: Int64Array) -> None:
-        """Match a chunk's batches (in file order) with the entries."""
-        count = len(self.offsets)
-        if not count:
-            return
-        starts = np.searchsorted(self.positions, positions, side="left")
-        clipped = np.minimum(starts, count - 1)
-        hit = (starts < count) & (self.positions[clipped] == positions)
-        self.at_batch[clipped[hit]] = True
-        self.batch_last[clipped[hit]] = last_offsets[hit]
-        # The entry owning a batch is the last one at or before it; the chunk an entry
-        # starts runs to the next entry's position, and must end at the entry's offset.
-        owner = np.searchsorted(self.positions, positions, side="right") - 1
-        owned = owner >= 0
-        owner_clipped = np.maximum(owner, 0)
-        matched = owned & (self.offsets[owner_clipped] == last_offsets)
-        self.satisfied[owner_clipped[matched]] = True
-
-    def finish(self, checked_to: int, segment_end: int) -> None:
-        """Report entries that proved wrong; entries at or past ``checked_to`` (where damage
-        stopped the scan) cannot be judged and are skipped."""
-        count = len(self.offsets)
-        if not count:
-            return
-        chunk_end = np.append(self.positions[1:], segment_end)
-        judged = self.positions < checked_to
-        bad_start = judged & ~self.at_batch
-        bad_offset = judged & self.at_batch & ~self.satisfied & (chunk_end <= checked_to)
-        bad = np.flatnonzero(bad_start | bad_offset)
-        for slot in bad[: self.problems.room(len(bad))].tolist():
-            offset = int(self.offsets[slot])
-            position = int(self.positions[slot])
-            if not self.at_batch[slot]:
-                why = f"position {position} is not the start of a batch"
-            else:
-                why = (
-                    f"offset {offset} is not the last offset of a batch from position "
-                    f"{position} up to the next entry's position {int(chunk_end[slot])} (the "
-                    f"batch at {position} ends at offset {int(self.batch_last[slot])})"
-                )
-            self.problems.add(
-                KIND_INDEX_ENTRY,
-                self.path,
-                slot * OFFSET_INDEX_ENTRY_BYTES,
-                offset,
-                f"entry {slot} (offset {offset}, position {position}): {why}",
-            )
-
-
-class _TimeIndexCheck:
-    """Rules T3-T6 for one segment's ``.timeindex``, fed the segment's batches chunk by chunk.
-
-    An entry's offset must lie in a batch: Kafka 3.8+ (and seglog) write the batch's last
-    offset (T5); older brokers wrote the offset of the record holding the max timestamp,
-    inside the batch (Kafka 2.x files in the corpus do). Kafka's lookups accept both, and
-    its dump tool flags the second, so verify accepts any offset of the batch.
-    """
-
-    def __init__(self, segment: LogSegment, problems: _Problems, *, is_closed: bool) -> None:
-        index = segment.time_index
-        self.path = index.path
-        self.problems = problems
-        trim = _untrimmed_problem(index, TIME_INDEX_ENTRY_BYTES) if is_closed else None
-        if trim is not None:
-            time_bytes = index.entries * TIME_INDEX_ENTRY_BYTES
-            problems.add(KIND_TIME_INDEX_ENTRY, self.path, time_bytes, None, trim)
-        self.running_max = NO_TIMESTAMP  # Kafka's maxTimestampSoFar of an empty segment
-        self.matched_to = INT64_MIN  # entries at or below this offset were matched already
-        problem = index.consistency_problem(INT32_MAX)
-        if problem is not None:
-            problems.add(KIND_TIME_INDEX_ENTRY, self.path, None, None, problem)
-            self.timestamps = self.offsets = np.empty(0, dtype=np.int64)
-        else:
-            self.timestamps, self.offsets = _time_index_entries(index)
-        count = len(self.offsets)
-        self.found = np.zeros(count, dtype=np.bool_)
-        self.batch_last = np.full(count, -1, dtype=np.int64)
-        self.batch_max = np.full(count, NO_TIMESTAMP, dtype=np.int64)
-        self.max_before = np.full(count, NO_TIMESTAMP, dtype=np.int64)
-        # Kafka never writes one offset twice (each entry's timestamp is a new max, reached
-        # by one batch); a repeat would hide behind the first in the matching below.
-        repeats = np.flatnonzero(np.diff(self.offsets) == 0) + 1
-        self.repeated = np.zeros(count, dtype=np.bool_)
-        self.repeated[repeats] = True
-
-    def feed(
-        self, first_offsets: Int64Array, last_offsets: Int64Array, max_timestamps: Int64Array
-    ) -> None:
-        """Match a chunk's batches (in file order) with the entries whose offset they hold."""
-        running = np.maximum.accumulate(np.concatenate(([self.running_max], max_timestamps)))
-        before = running[:-1]  # the segment's max over the batches before each batch
-        self.running_max = int(running[-1])
-        count = len(self.offsets)
-        if not count:
-            return
-        chunk_last = int(last_offsets.max())
-        low = int(np.searchsorted(self.offsets, self.matched_to, side="right"))
-        high = int(np.searchsorted(self.offsets, chunk_last, side="right"))
-        self.matched_to = max(self.matched_to, chunk_last)
-        if low >= high:
-            return
-        slots = np.arange(low, high)
-        wanted = self.offsets[low:high]
-        batches = len(last_offsets)
-        # The first batch ending at or after the entry's offset holds it if it starts at or
-        # before it (batches are in offset order; disorder is reported by the offset checks).
-        holder = np.minimum(np.searchsorted(last_offsets, wanted, side="left"), batches - 1)
-        inside = (first_offsets[holder] <= wanted) & (wanted <= last_offsets[holder])
-        matched, holder = slots[inside], holder[inside]
-        self.found[matched] = True
-        self.batch_last[matched] = last_offsets[holder]
-        self.batch_max[matched] = max_timestamps[holder]
-        self.max_before[matched] = before[holder]
-
-    def finish(self, checked_to_offset: int | None) -> None:
-        """Report entries that proved wrong; with damage in the segment, entries above the
-        last offset read (``checked_to_offset``) cannot be judged and are skipped."""
-        count = len(self.offsets)
-        if not count:
-            return
-        judged = np.ones(count, dtype=np.bool_)
-        if checked_to_offset is not None:
-            judged = self.offsets <= checked_to_offset
-        right = (
-            self.found
-            & ~self.repeated
-            & (self.batch_max == self.timestamps)
-            & (self.max_before < self.timestamps)
-        )
-        bad = np.flatnonzero(judged & ~right)
-        for slot in bad[: self.problems.room(len(bad))].tolist():
-            timestamp = int(self.timestamps[slot])
-            offset = int(self.offsets[slot])
-            if self.repeated[slot]:
-                why = "the offset repeats the previous entry's"
-            elif not self.found[slot]:
-                why = f"offset {offset} is not in any batch of this segment"
-            elif int(self.batch_max[slot]) != timestamp:
-                why = (
-                    f"the batch holding offset {offset} (ending at {int(self.batch_last[slot])}) "
-                    f"has maxTimestamp {int(self.batch_max[slot])}"
-                )
-            else:
-                why = (
-                    f"the segment's running max timestamp was already {int(self.max_before[slot])}"
-                    " before that batch (an entry names the first batch reaching a new max)"
-                )
-            self.problems.add(
-                KIND_TIME_INDEX_ENTRY,
-                self.path,
-                slot * TIME_INDEX_ENTRY_BYTES,
-                offset,
-                f"entry {slot} (timestamp {timestamp}, offset {offset}): {why}",
-            )
-
-
-# --- the walk ----------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -485,17 +185,20 @@ class _Verifier:
     ) -> None:
         self.log = log
         self.chunk_bytes = chunk_bytes
-        self.problems = _Problems(max_problems)
+        self.problems = Problems(max_problems)
         self.totals = _Totals()
-        self.key_checkpoint = cleaner_checkpoint if log.config.is_compacted else None
-        self.last_clean_ms = last_clean_ms
-        self.delete_retention_ms = log.config.delete_retention_ms
+        self.keys = (
+            KeyCheck(
+                self.problems,
+                cleaner_checkpoint=cleaner_checkpoint,
+                last_clean_ms=last_clean_ms,
+                delete_retention_ms=log.config.delete_retention_ms,
+            )
+            if log.config.is_compacted and cleaner_checkpoint is not None
+            else None
+        )
         self.previous_last_offset = INT64_MIN  # last offset of the previous batch read
         self.previous_epoch = -1  # the highest partitionLeaderEpoch read so far
-        self.key_hashes: list[UInt64Array] = []  # (n, 2) hashes of keys below the checkpoint
-        # The smallest offset map: only its key hash is used (one random key per verify run).
-        self.hasher = OffsetMap(2 * 24, 1.0)
-        self.key_offsets: list[Int64Array] = []
         self.rebuilt_in_memory: set[int] = set()  # segments a read-only open recovered
         self.reported_lost: set[tuple[str, int]] = set()  # (file name, first offset) reported
 
@@ -547,8 +250,8 @@ class _Verifier:
                     lost.first_offset,
                     f"{lost} (found when the log was opened; the files are unchanged)",
                 )
-        if self.key_checkpoint is not None:
-            self._check_duplicate_keys(segments)
+        if self.keys is not None:
+            self.keys.finish(segments)
         totals = self.totals
         return VerifyReport(
             log.topic_partition,
@@ -616,8 +319,8 @@ class _Verifier:
         # The indexes of a closed segment must be trimmed files; those a read-only open rebuilt
         # in memory are not the files' entries, so their files are not judged by size.
         is_closed = next_base is not None and segment.base_offset not in self.rebuilt_in_memory
-        offset_index = _OffsetIndexCheck(segment, self.problems, is_closed=is_closed)
-        time_index = _TimeIndexCheck(segment, self.problems, is_closed=is_closed)
+        offset_index = OffsetIndexCheck(segment, self.problems, is_closed=is_closed)
+        time_index = TimeIndexCheck(segment, self.problems, is_closed=is_closed)
         path = segment.log_path
         last_read: int | None = None
         position = 0
@@ -669,7 +372,7 @@ class _Verifier:
                 stopped_at = end.position
                 break
             at = end.position - position
-            kind = _damage_kind(buf, at, end)
+            kind = damage_kind(buf, at, end)
             self.problems.add(
                 kind,
                 path,
@@ -707,8 +410,8 @@ class _Verifier:
         segment: LogSegment,
         next_base: int | None,
         columns: RecordColumns,
-        offset_index: _OffsetIndexCheck,
-        time_index: _TimeIndexCheck,
+        offset_index: OffsetIndexCheck,
+        time_index: TimeIndexCheck,
         last_read: int | None,
     ) -> int | None:
         """Checks 2-4 on a chunk's batches; returns the segment's last offset read."""
@@ -729,8 +432,8 @@ class _Verifier:
         self._check_epochs(segment, batches.magic, batches.partition_leader_epoch, positions, first)
         offset_index.feed(positions, last)
         time_index.feed(batches.base_offset, last, batches.max_timestamp)
-        if self.key_checkpoint is not None:
-            self._check_keys(segment, columns, batches)
+        if self.keys is not None:
+            self.keys.feed(segment, columns, batches)
         return int(last[-1])
 
     def _check_epochs(
@@ -797,94 +500,4 @@ class _Verifier:
                 f"batch of offsets {int(first[i])}-{int(last[i])} is outside this segment's "
                 f"range [{base}, {upper})"
                 + (" (or past int32 of its base)" if next_base is None else ""),
-            )
-
-    # --- compaction checks ---------------------------------------------------------------------
-
-    def _check_keys(
-        self, segment: LogSegment, columns: RecordColumns, batches: BatchColumns
-    ) -> None:
-        """Collect hashes of keys below the checkpoint; judge tombstones there."""
-        checkpoint = self.key_checkpoint
-        assert checkpoint is not None
-        batch_of = columns.batch_index
-        data_row = ~batches.is_control[batch_of]
-        keyed = data_row & (columns.offset < checkpoint) & (columns.key_length >= 0)
-        rows = np.flatnonzero(keyed)
-        if not len(rows):
-            return
-        h0, h1 = self.hasher.hash_columns(
-            columns.data, columns.key_position[rows], columns.key_length[rows]
-        )
-        self.key_hashes.append(np.stack((h0, h1), axis=1))
-        self.key_offsets.append(columns.offset[rows].astype(np.int64))
-        tombstones = rows[
-            (columns.value_length[rows] < 0) & (batches.magic[batch_of[rows]] == MAGIC_V2)
-        ]
-        if not len(tombstones):
-            return
-        batch = batch_of[tombstones]
-        has_horizon = (batches.attributes[batch] & DELETE_HORIZON_FLAG_MASK) != 0
-        path = segment.log_path
-        missing = np.flatnonzero(~has_horizon)
-        for i in missing[: self.problems.room(len(missing))].tolist():
-            offset = int(columns.offset[tombstones[i]])
-            self.problems.add(
-                KIND_TOMBSTONE_WITHOUT_HORIZON,
-                path,
-                int(batches.position[batch[i]]),
-                offset,
-                f"tombstone at offset {offset} is below the cleaner checkpoint {checkpoint} but "
-                "its batch has no delete horizon (attribute bit 0x40): the cleaning round that "
-                "kept it stamps one (KIP-534)",
-            )
-        if self.last_clean_ms is None:
-            return
-        horizon = batches.base_timestamp[batch]
-        stamped_last_round = self.last_clean_ms + self.delete_retention_ms
-        expired = has_horizon & (horizon <= self.last_clean_ms) & (horizon != stamped_last_round)
-        late = np.flatnonzero(expired)
-        for i in late[: self.problems.room(len(late))].tolist():
-            offset = int(columns.offset[tombstones[i]])
-            self.problems.add(
-                KIND_EXPIRED_TOMBSTONE,
-                path,
-                int(batches.position[batch[i]]),
-                offset,
-                f"tombstone at offset {offset} has delete horizon {int(horizon[i])} <= the last "
-                f"cleaning at {self.last_clean_ms}: that round should have removed it",
-            )
-
-    def _check_duplicate_keys(self, segments: tuple[LogSegment, ...]) -> None:
-        """Sort the key hashes once; report each later occurrence of a key."""
-        if not self.key_hashes:
-            return
-        hashes = np.concatenate(self.key_hashes)
-        offsets = np.concatenate(self.key_offsets)
-        self.key_hashes.clear()
-        self.key_offsets.clear()
-        order = np.lexsort((offsets, hashes[:, 1], hashes[:, 0]))
-        high, low = hashes[order, 0], hashes[order, 1]
-        repeats = np.flatnonzero((high[1:] == high[:-1]) & (low[1:] == low[:-1])) + 1
-        if not len(repeats):
-            return
-        later = offsets[order[repeats]]
-        earlier = offsets[order[repeats - 1]]
-        by_offset = np.argsort(later, kind="stable")
-        bases = [s.base_offset for s in segments]
-        checkpoint = self.key_checkpoint
-        for i in by_offset[: self.problems.room(len(by_offset))].tolist():
-            offset = int(later[i])
-            segment = segments[max(0, bisect.bisect_right(bases, offset) - 1)]
-            try:
-                location = segment.translate_offset(offset)
-            except SeglogError:
-                location = None
-            self.problems.add(
-                KIND_DUPLICATE_KEY,
-                segment.log_path,
-                None if location is None else location.position,
-                offset,
-                f"the key of the record at offset {offset} is also at offset {int(earlier[i])}, "
-                f"both below the cleaner checkpoint {checkpoint} (same 128-bit key hash)",
             )
