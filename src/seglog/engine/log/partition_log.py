@@ -16,15 +16,10 @@ snapshot of the segment list without the lock, so a read never blocks an append 
 a partial batch (a segment's readable size only grows after a whole append was written).
 
 The work is split by responsibility (as Kafka splits ``UnifiedLog``/``LocalLog``/``LogSegments``):
-
-* this module: :class:`Log` owns the offsets above, appends, rolls, flushes, truncation,
-  retention, DeleteRecords and the leader-epoch cache, and the one lock (``Log._lock``, an
-  ``RLock``) that every change of the log takes; its public methods are the API;
-* :mod:`seglog.engine.log.segment_list`: the published segment list (one ``(segments, bases)``
-  tuple), the cleaner's swap and its pending state, the two-step delete of segment files; it
-  takes no lock of its own: :class:`Log` calls its changing methods under ``Log._lock``;
-* :mod:`seglog.engine.log.reads`: reads and lookups on a snapshot (segment list, start and end
-  offsets read once), lock-free.
+:class:`Log` is this module's appends, rolls, flushes, reads and close, on top of parts that
+share one state (:mod:`.log_state`, which lists them: truncation, retention, the cleaner's
+view and swap); the segment list (:mod:`.segment_list`) and the lock-free reads
+(:mod:`.reads`) are composed. Every change takes the one lock (``Log._lock``, an ``RLock``).
 
 Append: validate each batch and assign offsets from LEO
 (:mod:`seglog.core.append_validation`), roll if a roll condition holds
@@ -53,26 +48,24 @@ from typing import NamedTuple
 from seglog.clock import Clock
 from seglog.config import LogConfig
 from seglog.core.append_validation import LEADER_EPOCH, check_batch_crcs, validate_append
-from seglog.core.cleaning import CleanerSegmentFacts
-from seglog.core.retention import RetentionPlan, RetentionSettings, SegmentFacts, plan_retention
 from seglog.core.roll import (
     PendingAppend,
     RollReason,
-    draw_roll_jitter_ms,
     roll_reason,
 )
 from seglog.engine.log import reads
+from seglog.engine.log.cleaner_view import LogCleanerView
 from seglog.engine.log.reads import (
     DEFAULT_FETCH_MAX_BYTES,
     FetchResult,
     OffsetAndTimestamp,
 )
 from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
+from seglog.engine.log.retention_ops import LogRetention
 from seglog.engine.log.segment_list import SegmentList
+from seglog.engine.log.truncation import LogTruncation
 from seglog.errors import (
-    InvalidConfigError,
     InvalidRecordError,
-    OffsetOutOfRangeError,
     RecordTooLargeError,
     UnreadableFileError,
 )
@@ -81,7 +74,6 @@ from seglog.format.checkpoint import (
     EpochEntry,
 )
 from seglog.format.compression import CompressionType
-from seglog.format.names import DELETED_SUFFIX
 from seglog.format.records import Header
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.atomic import fsync_directory
@@ -111,7 +103,7 @@ class LogAppendInfo(NamedTuple):
     rolled: RollReason | None
 
 
-class Log:
+class Log(LogTruncation, LogRetention, LogCleanerView):
     """A partition log; see the module docstring. Create with :meth:`open`."""
 
     def __init__(
@@ -216,26 +208,6 @@ class Log:
             f"end={self.log_end_offset}, segments={len(self._list.segments)})"
         )
 
-    # --- views -------------------------------------------------------------------------------
-    @property
-    def segments(self) -> tuple[LogSegment, ...]:
-        """The segments, oldest first (a snapshot; the last is the active one)."""
-        return self._list.view[0]
-
-    @property
-    def active_segment(self) -> LogSegment:
-        """The segment that takes appends."""
-        return self._list.view[0][-1]
-
-    @property
-    def high_watermark(self) -> int:
-        """Last committed offset + 1; on one node, the log end offset."""
-        return self.log_end_offset
-
-    def size_bytes(self) -> int:
-        """Total ``.log`` bytes of every segment."""
-        return sum(s.size for s in self._list.segments)
-
     # --- leader epochs -------------------------------------------------------------------------
     def _load_epochs(self) -> list[EpochEntry]:
         entries = read_leader_epochs(self.directory, create=self.writable)
@@ -248,15 +220,6 @@ class Log:
         write_leader_epochs(self.directory, self._epochs)
 
     # --- append ------------------------------------------------------------------------------
-    def _draw_jitter(self) -> int:
-        return draw_roll_jitter_ms(self.config.segment_jitter_ms, self.config.segment_ms, self._rng)
-
-    def _check_writable(self) -> None:
-        if not self.writable:
-            raise UnreadableFileError("log is open read-only", path=str(self.directory))
-        if self._closed:
-            raise UnreadableFileError("log is closed", path=str(self.directory))
-
     def append(self, data: bytes | bytearray | memoryview) -> LogAppendInfo:
         """Append a producer's chunk of v2 batches (offsets are assigned here)."""
         with self._lock:
@@ -439,19 +402,6 @@ class Log:
             if self._truncations == truncations and self.recovery_point < new_base:
                 self.recovery_point = new_base
 
-    def _new_segment(self, base_offset: int) -> LogSegment:
-        segment = LogSegment(
-            self.directory,
-            base_offset,
-            index_interval_bytes=self.config.index_interval_bytes,
-            segment_index_bytes=self.config.segment_index_bytes,
-            created_ms=self.clock.now_ms(),
-            roll_jitter_ms=self._draw_jitter(),
-        )
-        segment.make_active()
-        segment.preallocate(self.config.init_file_size)
-        return segment
-
     # --- flush ---------------------------------------------------------------------------------
     def flush(self, up_to_offset: int | None = None) -> None:
         """fsync every segment holding offsets in [recovery point, ``up_to_offset``)."""
@@ -559,287 +509,6 @@ class Log:
         local, or the first offset whose record timestamp is >= ``timestamp`` (None if none)."""
         segments, start, end = self._list.segments, self.log_start_offset, self.log_end_offset
         return reads.fetch_offset_by_timestamp(segments, start, end, timestamp)
-
-    # --- truncation ----------------------------------------------------------------------------
-    def truncate_to(self, offset: int) -> int:
-        """Remove every record at or above ``offset``; returns bytes removed (Kafka's truncateTo).
-
-        Segments entirely at or above ``offset`` are removed; the one holding it is cut at a
-        batch boundary. Like Kafka, truncation never splits a batch: an ``offset`` inside a
-        batch (above its first offset) raises ``InvalidRecordError`` naming the batch's bounds,
-        rather than silently dropping more records than asked. When ``offset`` is at or below
-        the first segment's base the log restarts empty there.
-        """
-        with self._lock:
-            self._check_writable()
-            self._list.finish_swap()
-            if offset < 0:
-                raise OffsetOutOfRangeError(f"cannot truncate {self.topic_partition} to {offset}")
-            if offset >= self.log_end_offset:
-                return 0
-            floor = self._list.floor(offset)
-            if floor >= 0:
-                location = self._list.segments[floor].translate_offset(offset)
-                if location is not None and location.first_offset < offset:
-                    raise InvalidRecordError(
-                        f"cannot truncate {self.topic_partition} to {offset}: it is inside the "
-                        f"batch of offsets {location.first_offset}-{location.last_offset}; "
-                        f"truncate to {location.first_offset} or {location.last_offset + 1}"
-                    )
-            removed = 0
-            segments = self._list.segments
-            keep = [s for s in segments if s.base_offset < offset]
-            drop = [s for s in segments if s.base_offset >= offset]
-            if keep:
-                self._list.publish(tuple(keep))  # readers stop finding the dropped segments first
-            for segment in drop:
-                removed += segment.size
-                self._list.delete_segment_files(segment)
-            if not keep:
-                keep = [self._new_segment(offset)]
-                self.log_start_offset = offset
-                self._list.publish(tuple(keep))
-            tail = keep[-1]
-            removed += tail.truncate_to(offset, self.clock.now_ms())
-            tail.make_active()
-            self.log_end_offset = offset
-            self.log_start_offset = min(self.log_start_offset, offset)
-            self.recovery_point = min(self.recovery_point, offset)
-            self._truncations += 1
-            self._epochs = [e for e in self._epochs if e.start_offset < offset]
-            write_leader_epochs(self.directory, self._epochs)
-            fsync_directory(self.directory)
-            return removed
-
-    # --- retention ----------------------------------------------------------------
-    def retention_settings(self) -> RetentionSettings:
-        """The retention configs of this log."""
-        return RetentionSettings(
-            retention_ms=self.config.retention_ms,
-            retention_bytes=self.config.retention_bytes,
-            has_delete_policy=self.config.has_delete,
-        )
-
-    def plan_retention(self, now_ms: int | None = None) -> RetentionPlan:
-        """What retention would delete now (nothing is changed)."""
-        now = self.clock.now_ms() if now_ms is None else now_ms
-        segments = self._list.segments
-        facts = [
-            SegmentFacts(
-                s.base_offset, s.size, s.largest_timestamp(), is_active=i == len(segments) - 1
-            )
-            for i, s in enumerate(segments)
-        ]
-        return plan_retention(
-            facts,
-            self.retention_settings(),
-            log_start_offset=self.log_start_offset,
-            log_end_offset=self.log_end_offset,
-            high_watermark=self.high_watermark,
-            now_ms=now,
-        )
-
-    def apply_retention(self, now_ms: int | None = None) -> RetentionPlan:
-        """Delete what :meth:`plan_retention` says, Kafka's way; returns the plan carried out.
-
-        Steps (a crash at any step leaves a log that opens with nothing half-deleted
-        readable): 1. roll when every segment goes (a log keeps an active segment);
-        2. raise the log start offset to the first surviving segment, so no new read asks
-        for the victims' offsets; 3. oldest first, rename each victim's files ``.deleted``
-        (startup removes ``.deleted`` files, and an index left without its ``.log``) and
-        take every victim whose ``.log`` was renamed out of the segment list;
-        4. fsync the directory; 5. the file deleter unlinks them later (after
-        ``file.delete.delay.ms`` under a LogManager), so a read that already holds a
-        segment finishes.
-
-        A rename that fails (a full disk, EIO) raises after step 3 took out exactly the
-        segments already renamed: the others stay listed under their live names, below the
-        raised log start offset, so reads refuse their offsets, their descriptors stay owned
-        by the log (closed by ``close``/``abort``) and the next retention pass deletes them
-        (they lie below the log start offset), in this process once the disk works again or
-        after a restart (the log start offset checkpoint keeps them unreadable then).
-        """
-        with self._lock:
-            self._check_writable()
-            self._list.finish_swap()
-            plan = self.plan_retention(now_ms)
-            if plan.is_empty:
-                return plan
-            if plan.needs_roll:
-                self.roll()
-            doomed = {d.base_offset for d in plan.deletions}
-            segments = self._list.segments
-            victims = [s for s in segments if s.base_offset in doomed]
-            assert victims and victims[-1] is not segments[-1]
-            assert plan.new_log_start_offset is not None
-            self._raise_log_start_offset(plan.new_log_start_offset)
-            renamed: list[LogSegment] = []
-            try:
-                for segment in victims:
-                    try:
-                        segment.change_file_suffix(DELETED_SUFFIX)
-                    finally:
-                        if segment.file_suffix == DELETED_SUFFIX:  # its .log was renamed
-                            renamed.append(segment)
-            finally:
-                if renamed:
-                    gone = {id(s) for s in renamed}
-                    self._list.publish(tuple(s for s in self._list.segments if id(s) not in gone))
-                    self._needs_dir_fsync = True
-                    for segment in renamed:
-                        # Its .log is already .deleted: it is gone after a restart; the
-                        # deleter removes whatever files of it are left (live-named indexes
-                        # of a half-renamed segment too).
-                        self._list.file_deleter(segment)
-            fsync_directory(self.directory)
-            self._needs_dir_fsync = False
-            return plan
-
-    def delete_records(self, offset: int) -> int:
-        """Kafka's DeleteRecords: move the log start offset up to ``offset`` (-1 = the high
-        watermark); records below it can no longer be read, and retention removes the whole
-        segments below it. Returns the new log start offset."""
-        with self._lock:
-            self._check_writable()
-            if not self.config.has_delete:
-                raise InvalidConfigError(
-                    f"delete-records on {self.topic_partition} needs cleanup.policy with "
-                    f"delete (it is {','.join(self.config.cleanup_policy)})"
-                )
-            target = self.high_watermark if offset == -1 else offset
-            if not 0 <= target <= self.high_watermark:
-                raise OffsetOutOfRangeError(
-                    f"delete-records offset {offset} on {self.topic_partition} is outside "
-                    f"[0, {self.high_watermark}] (the high watermark)"
-                )
-            self._raise_log_start_offset(target)
-            return self.log_start_offset
-
-    def _raise_log_start_offset(self, offset: int) -> None:
-        """Move the log start offset forward (never back); the epoch cache follows."""
-        if offset <= self.log_start_offset:
-            return
-        self.log_start_offset = offset
-        if self._epochs and self._epochs[0].start_offset < offset:
-            kept = [e for e in self._epochs if e.start_offset > offset]
-            last_dropped = [e for e in self._epochs if e.start_offset <= offset][-1]
-            self._epochs = [EpochEntry(last_dropped.epoch, offset), *kept]
-            write_leader_epochs(self.directory, self._epochs)
-
-    # --- the log cleaner's view and its swap ---------------------------
-    def cleaner_segment_facts(self) -> list[CleanerSegmentFacts]:
-        """Per segment, what the cleaner's planning reads (sizes, timestamps, index entries)."""
-        segments = self._list.segments
-        last = len(segments) - 1
-        return [
-            CleanerSegmentFacts(
-                base_offset=s.base_offset,
-                size_bytes=s.size,
-                largest_timestamp_ms=s.largest_timestamp(),
-                first_batch_timestamp_ms=s.rolling_based_timestamp,
-                offset_index_entries=s.offset_index_entries,
-                time_index_entries=s.time_index_entries,
-                is_active=i == last,
-            )
-            for i, s in enumerate(segments)
-        ]
-
-    def new_cleaned_segment(self, base_offset: int) -> LogSegment:
-        """An empty ``{base}.log.cleaned`` segment (stale ``.cleaned`` files removed first)."""
-        return self._list.new_cleaned_segment(
-            base_offset,
-            index_interval_bytes=self.config.index_interval_bytes,
-            segment_index_bytes=self.config.segment_index_bytes,
-            now_ms=self.clock.now_ms(),
-        )
-
-    def adopt_cleaned_segment(self, base_offset: int) -> LogSegment:
-        """Open a finished ``{base}.log.cleaned`` segment written by another process (a
-        cleaning job's task), ready for :meth:`replace_segments`."""
-        self._check_writable()
-        return self._list.adopt_cleaned_segment(
-            base_offset,
-            index_interval_bytes=self.config.index_interval_bytes,
-            segment_index_bytes=self.config.segment_index_bytes,
-            now_ms=self.clock.now_ms(),
-        )
-
-    def remove_cleaned_files(self) -> list[str]:
-        """Remove every ``.cleaned`` file of this log (an abandoned round's output; never part
-        of the log). Returns the names removed."""
-        self._check_writable()
-        return self._list.remove_cleaned_files()
-
-    def replace_segments(
-        self, new_segments: Sequence[LogSegment], old_segments: Sequence[LogSegment]
-    ) -> list[LogSegment]:
-        """Put finished ``.cleaned`` segments in place of ``old_segments``, crash-safely.
-
-        Kafka's ``replaceSegments``; what startup recovery (the loader)
-        does if the process dies after each step:
-
-        1. Old segments no longer in the list (retention removed them meanwhile) are ignored.
-           The swap record (:mod:`seglog.storage.swap_record`: the new and the replaced base
-           offsets) is written atomically. Crash: no ``.swap`` exists, so recovery drops the
-           ``.cleaned`` files and the record -> the log before the round.
-        2. Each new segment's files are renamed ``.cleaned`` -> ``.swap``, highest base offset
-           first. Crash: a ``.swap`` at or above the lowest ``.cleaned`` offset is an unfinished
-           round, so every ``.swap`` and ``.cleaned`` is deleted -> the log before the round.
-        3. The new segments replace the old ones in the list (readers switch; a reader holding
-           an old segment keeps its open file).
-        4. Each old segment's files are renamed ``.deleted``. Crash (before or during): all new
-           segments are ``.swap``, so recovery deletes the live files their offset ranges cover
-           (Kafka's rule) and those of every base the swap record names (a replaced segment
-           above the new segment's next offset, which Kafka's rule misses), and renames the
-           ``.swap`` files -> the cleaned log.
-        5. Each new segment's ``.swap`` suffix is removed, then the directory is fsynced; then
-           the swap record is removed (and the directory fsynced again, so a power loss never
-           keeps the removal without the renames). Crash: the remaining ``.swap`` files are
-           renamed by recovery -> the cleaned log; a record without ``.swap`` is removed.
-        6. The old segments' files are unlinked later by the file deleter; ``.deleted``
-           leftovers are removed at startup.
-
-        When a step fails (a full disk, EIO): before step 3 the new segments' files are
-        removed (the log is as before the call; a ``.swap`` left behind is a whole cleaned
-        copy, which startup would swap in, equally valid); from step 3 on the swap is kept
-        pending and finished (steps 4-6, each rename done at most once) before the next
-        change of the segment list (replace, retention, roll, truncation) and at close, so
-        the log is whole again in this process once the disk works; until then
-        :attr:`needs_recovery` is true, and a restart finishes it from the files.
-
-        Returns the old segments taken out of the list.
-        """
-        with self._lock:
-            self._check_writable()
-            self._list.finish_swap()
-            return self._list.replace(new_segments, old_segments)
-
-    def finish_pending_swap(self) -> bool:
-        """Finish a swap that failed after its swap point, if any (see
-        :meth:`replace_segments`); True when none is left pending. Raises what the disk says."""
-        with self._lock:
-            if self.writable and not self._closed:
-                self._list.finish_swap()
-            return self._list.pending_swap is None
-
-    def release_retired_files(self) -> None:
-        """Close, without writing, the handles of segments a pending swap replaced (they are
-        out of the segment list, so closing the listed segments does not reach them)."""
-        self._list.release_retired_files()
-
-    @property
-    def needs_recovery(self) -> bool:
-        """True when a failed write could not be undone: the next open must recover this log
-        (the LogManager then writes no clean-shutdown marker)."""
-        return (
-            self._failed_write
-            or self._list.pending_swap is not None
-            or any(s.needs_recovery for s in self._list.segments)
-        )
-
-    def mark_needs_recovery(self) -> None:
-        """Record that a change failed half-way (see :attr:`needs_recovery`)."""
-        self._failed_write = True
 
     # --- close ---------------------------------------------------------------------------------
     def close(self) -> None:
