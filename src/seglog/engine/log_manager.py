@@ -1,6 +1,7 @@
 """The LogManager: every log directory, topic and partition of one node (Kafka's ``LogManager``).
 
-This module owns the life of the node: startup, the scheduled tasks, the retention, cleaner and
+This module owns the life of the node: startup (its steps apart from the manager's state are
+in :mod:`seglog.engine.node_startup`), the scheduled tasks, the retention, cleaner and
 compaction entry points, and shutdown. It composes two helpers and keeps delegating methods, so
 its public API is that of one class:
 
@@ -27,6 +28,11 @@ Shutdown: flush and close every log, write the checkpoints, then ``.kafka_cleans
 each root (not in a root holding a log whose failed write could not be undone), then release
 the locks.
 
+Why this module is longer than the house's ~500 lines: :class:`LogManager` is the node's
+public API (what the CLI, the Spark jobs and the tests call), and most of its methods are
+two-line delegations to the parts above; splitting it further would split the API, not a
+responsibility.
+
 A ``read_only`` manager never writes, renames or deletes anything (no lock either): it is how
 seglog opens a directory a broker owns, or the corpus.
 """
@@ -35,9 +41,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from seglog.clock import Clock, SystemClock
@@ -62,6 +67,16 @@ from seglog.engine.compaction.compactor import (
 from seglog.engine.log import Log
 from seglog.engine.log.record_scan import ConsumedRecord
 from seglog.engine.log_retention import LogRetention
+from seglog.engine.node_startup import (
+    LogRoot,
+    count_live_partitions,
+    load_catalogue,
+    load_meta_properties,
+    lock_roots,
+    prepare_roots,
+    remove_pending_deletes,
+    schedule_node_tasks,
+)
 from seglog.engine.progress import ProgressCallback
 from seglog.engine.retention_counters import RetentionCounters
 from seglog.engine.run_history import RunHistory
@@ -75,18 +90,16 @@ from seglog.engine.topics import (
     Topics,
 )
 from seglog.errors import (
-    CorruptCheckpointError,
     InvalidConfigError,
     SeglogError,
     UnknownTopicError,
 )
-from seglog.format.checkpoint import MetaProperties, new_cluster_id, new_directory_id
+from seglog.format.checkpoint import MetaProperties
 from seglog.format.topic_names import PartitionDirKind, TopicPartition, parse_partition_dir_name
 from seglog.storage.compacted_copy import CompactionStatus
-from seglog.storage.kraft_image import read_metadata_image
 from seglog.storage.loader import LoadReport
 from seglog.storage.log_dir import LogDirectory, TopicsFile
-from seglog.storage.partition_dirs import list_partition_dirs, remove_partition_dir
+from seglog.storage.partition_dirs import list_partition_dirs
 from seglog.storage.segment import LogSegment
 from seglog.storage.side_threads import SideThreads
 
@@ -107,14 +120,6 @@ def _topic_partition_of(directory: Path) -> tuple[str, int]:
 
 
 KRAFT_METADATA_TOPIC = "__cluster_metadata"
-LONG_MAX = (1 << 63) - 1
-
-
-@dataclass(slots=True)
-class _Root:
-    directory: LogDirectory
-    had_clean_shutdown: bool = False
-    pending_deletes: list[Path] = field(default_factory=list)
 
 
 class LogManager:
@@ -142,7 +147,7 @@ class LogManager:
         self._side_threads = SideThreads(max_threads=os.cpu_count() or 2)
         self._lock = threading.RLock()
         self._roots = [
-            _Root(LogDirectory(Path(d), writable=not read_only)) for d in broker.log_dirs
+            LogRoot(LogDirectory(Path(d), writable=not read_only)) for d in broker.log_dirs
         ]
         self._logs: dict[TopicPartition, Log] = {}
         self._log_root: dict[TopicPartition, int] = {}
@@ -240,91 +245,30 @@ class LogManager:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # --- startup --------------------------------------------------------------------------------
+    # --- startup (the steps apart from this class's state: seglog.engine.node_startup) ------------
     def _startup(self) -> None:
-        for root in self._roots:
-            if self.read_only and not root.directory.path.is_dir():
-                raise InvalidConfigError(f"log directory {root.directory.path} does not exist")
-            root.directory.lock()
-        self._load_meta_properties()
-        newest: TopicsFile | None = None
-        damaged: list[CorruptCheckpointError] = []
-        for root in self._roots:
-            directory = root.directory
-            directory.remove_stray_temp_files()
-            root.had_clean_shutdown = directory.take_clean_shutdown_marker()
-            directory.ensure_checkpoint_files()
-            try:
-                topics = directory.read_topics()
-            except CorruptCheckpointError as exc:
-                damaged.append(exc)  # another root may hold a good copy
-                continue
-            if topics is not None and (newest is None or topics.generation > newest.generation):
-                newest = topics
-        if damaged and newest is None:
-            # Opening without the topic configs would apply broker defaults (e.g. delete
-            # retention to a compacted topic): refuse, naming the file to repair or remove.
-            raise damaged[0]
-        self.metadata_problems = [str(exc) for exc in damaged]
-        self._topic_ops.file = newest or TopicsFile()
-        self._load_metadata_image()
+        roots = self._roots
+        lock_roots(roots, read_only=self.read_only)
+        self.meta = load_meta_properties(roots, self.broker, self.clock)
+        self._topic_ops.file, self.metadata_problems = prepare_roots(roots)
+        self._topic_ops.catalogue = load_catalogue(
+            roots, self.broker, self.meta, self.metadata_problems
+        )
         if self._progress is not None:
-            self._progress_total = sum(
-                1
-                for root in self._roots
-                for _, parsed in list_partition_dirs(root.directory.path)
-                if parsed.kind is PartitionDirKind.LIVE
-            )
-        for index, root in enumerate(self._roots):
+            self._progress_total = count_live_partitions(roots)
+        for index, root in enumerate(roots):
             self._load_root(index, root)
         if self._progress is not None:  # directories skipped (-delete, future) are done too
             self._progress(len(self._logs), len(self._logs))
         if not self.read_only:
-            self._reconcile_topics()
+            self._topic_ops.reconcile()
+            remove_pending_deletes(roots)
             self._schedule_tasks()
             if self._start_scheduler:
                 self.scheduler.start()
                 self.log_cleaner.start()
 
-    def _load_meta_properties(self) -> None:
-        metas = [(root, root.directory.read_meta_properties()) for root in self._roots]
-        cluster_ids = {m.cluster_id for _, m in metas if m is not None and m.cluster_id}
-        if len(cluster_ids) > 1:
-            raise InvalidConfigError(
-                f"log directories belong to different clusters: {sorted(cluster_ids)}"
-            )
-        cluster_id = next(iter(cluster_ids)) if cluster_ids else new_cluster_id()
-        for root, found in metas:
-            meta = found
-            if meta is None:
-                meta = MetaProperties(
-                    version=1,
-                    node_id=self.broker.node_id,
-                    cluster_id=cluster_id,
-                    directory_id=new_directory_id(),
-                )
-                root.directory.write_meta_properties(meta, self.clock.now_ms())
-            self.meta = self.meta or meta
-
-    def _load_metadata_image(self) -> None:
-        """Read the KRaft metadata image (the first root holding one), read-only. A damaged
-        image is reported and ignored: its topics then count as configs unknown (left alone),
-        never as seglog's defaults."""
-        node_id = self.broker.node_id
-        if self.meta is not None and self.meta.node_id is not None:
-            node_id = self.meta.node_id
-        for root in self._roots:
-            try:
-                image = read_metadata_image(root.directory.path)
-            except SeglogError as exc:
-                self.metadata_problems.append(f"KRaft metadata not used: {exc}")
-                continue
-            if image is not None:
-                self._topic_ops.catalogue = TopicCatalogue(self.broker, image, node_id)
-                return
-        self._topic_ops.catalogue = TopicCatalogue(self.broker, None, node_id)
-
-    def _load_root(self, index: int, root: _Root) -> None:
+    def _load_root(self, index: int, root: LogRoot) -> None:
         directory = root.directory
         offsets = read_startup_offsets(directory)
         for path, parsed in list_partition_dirs(directory.path):
@@ -363,17 +307,6 @@ class LogManager:
                 total = max(self._progress_total, len(self._logs))
                 self._progress(len(self._logs), total)
 
-    def _reconcile_topics(self) -> None:
-        self._topic_ops.reconcile()
-        for root in self._roots:
-            # Kafka waits file.delete.delay.ms after queueing these at startup too, so that
-            # readers of the old broker process finish. A directory found at startup has no
-            # reader here (we hold the lock), and a one-shot `seglog` command would otherwise
-            # never get to remove it: removed now (a deliberate difference).
-            for path in root.pending_deletes:
-                remove_partition_dir(path)
-            root.pending_deletes.clear()
-
     def _new_compaction_cleaner(self) -> Cleaner:
         """The compacted-copy compactor's own map and buffers (the cleaner threads keep
         theirs), sized like one cleaner thread's."""
@@ -388,7 +321,7 @@ class LogManager:
 
     def _schedule_tasks(self) -> None:
         broker = self.broker
-        tasks = (
+        tasks: tuple[tuple[str, Callable[[], object], int], ...] = (
             (
                 "seglog-compaction-monitor",
                 self.run_compaction_triggers,
@@ -412,11 +345,7 @@ class LogManager:
                 broker.replica_high_watermark_checkpoint_interval_ms,
             ),
         )
-        for name, action, period in tasks:
-            if 0 < period < LONG_MAX:
-                self.scheduler.schedule(
-                    name, action, delay_ms=broker.log_initial_task_delay_ms, period_ms=period
-                )
+        schedule_node_tasks(self.scheduler, broker, tasks)
 
     # --- topics and configs (seglog.engine.topics) ------------------------------------------
     @property
