@@ -21,6 +21,9 @@ themselves (``[14,...]``, ``[0,...,1]``, ``[compact, delete]``). A short gloss f
 defaults (``(1 GiB)``, ``(7 days)``, ``(Long.MAX_VALUE)``).
 
 This module imports only :mod:`seglog.config` and the standard library.
+
+Why this module is longer than the house's ~500 lines: it is prose, one description per config
+(the README's reference is rendered from it); its code is a short renderer.
 """
 
 from __future__ import annotations

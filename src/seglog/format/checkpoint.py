@@ -53,6 +53,11 @@ matters to a broker is that the file exists.
 ``node.id`` (v1, required), ``broker.id`` (v0, optional), ``directory.id`` (optional Kafka
 UUID). Other keys are ignored on reading, as in Kafka. Kafka reads the file as ISO-8859-1 and
 so does :func:`parse_meta_properties`.
+
+Why this module is longer than the house's ~500 lines: it holds every small text format of a
+log directory (the generic checkpoint, leader epochs, ``meta.properties``,
+``partition.metadata``), each a short parser/encoder pair sharing the Java text rules stated
+here.
 """
 
 from __future__ import annotations

@@ -67,6 +67,10 @@ recovery happens in memory (indexes rebuilt in memory, a bad tail ignored), and 
 after a cut are only left out of the list. It is how seglog reads a directory that a broker,
 or the corpus, owns. Its :class:`LoadReport` (``writable=False``) says what a writing open
 *would* do ("would truncate N bytes; nothing written"), never that it truncated or removed.
+
+Why this module is longer than the house's ~500 lines: it is Kafka's ``LogLoader``, one
+crash-recovery procedure in numbered steps (file pass, swaps, segments, recovery, load report)
+that reads best as one file.
 """
 
 from __future__ import annotations

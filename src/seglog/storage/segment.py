@@ -41,6 +41,12 @@ the entries found wrong.
 
 A segment never decides when to roll or what to append (the engine's ``Log`` does); it stores
 and finds bytes.
+
+Why this module is longer than the house's ~500 lines: :class:`LogSegment` is Kafka's
+``LogSegment``: appends, lookups, recovery and truncation of one ``.log`` all keep the same
+cross-file invariants with its ``.index`` and ``.timeindex`` (entries point at batch starts;
+the time index follows the running max timestamp), so they stay in one class; the index files
+themselves are :mod:`seglog.storage.index_file`.
 """
 
 from __future__ import annotations

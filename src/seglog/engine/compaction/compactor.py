@@ -39,6 +39,10 @@ last run's figures is persisted beside the copy.
 Read-compacted readers (:func:`iter_compacted_records`): the copy's records from the
 requested offset up to H, then the log's records after H; offsets strictly increase, and
 the data ends at the log end offset, as for a normal reader.
+
+Why this module is longer than the house's ~500 lines: it holds the run's numbered procedure,
+the service that schedules runs, and the read-compacted readers, which share the copy's horizon
+rules; the readers are about a third of it.
 """
 
 from __future__ import annotations

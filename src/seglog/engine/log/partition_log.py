@@ -33,6 +33,10 @@ a bad CRC cuts the segment back before the append returns, so nothing of a refus
 stays (see ``LogSegment.append``). The CRC check is about half of an append's own CPU and
 overlaps the kernel's copy into the page cache this way (BENCHMARKS.md, append). Smaller
 appends are checked whole first: waking a thread costs more than it saves there.
+
+Why this module is a little over ~500 lines: the append path (validation, pipelined CRC checks,
+rolls, flushes) is one procedure; the other responsibilities of a log are already in their own
+modules (:mod:`.log_state`).
 """
 
 from __future__ import annotations
