@@ -60,6 +60,19 @@ class RecordFilter:
 NO_FILTER = RecordFilter()
 
 
+@dataclass(frozen=True, slots=True)
+class ChunkRules:
+    """What decides a chunk's records beside the map: the round's time, the delete horizon
+    stamped on kept tombstones (KIP-534), the first uncleanable offset (a batch ending there
+    is kept even when emptied), the active producers, and a :class:`RecordFilter`."""
+
+    now_ms: int
+    horizon_ms: int
+    upper_bound: int
+    producers: Producers
+    rules: RecordFilter = NO_FILTER
+
+
 def contains_sorted(
     sorted_values: npt.NDArray[np.int64], values: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.bool_]:
@@ -86,12 +99,7 @@ class BatchRewriter:
         consumed: int,
         columns: RecordColumns,
         stats: CleanerStats,
-        *,
-        now_ms: int,
-        horizon_ms: int,
-        upper_bound: int,
-        producers: Producers,
-        rules: RecordFilter = NO_FILTER,
+        decide: ChunkRules,
     ) -> tuple[list[Any], list[tuple[int, int, int, int]], int]:
         """Decide and rewrite one chunk's batches: the buffers and spans to append."""
         batches = columns.batches
@@ -102,7 +110,7 @@ class BatchRewriter:
         if batch_count == 0:
             return [], [], 0
         latest = self.round_map.active_map.latest_offset
-        keep = self.keep_flags(columns, now_ms, latest, stats, rules)
+        keep = self.keep_flags(columns, decide.now_ms, latest, stats, decide.rules)
         record_start = batches.record_start
         counts = np.diff(record_start)
         kept_prefix = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
@@ -115,7 +123,8 @@ class BatchRewriter:
         unchanged = (kept == counts) & (counts > 0) & ~set_horizon
         # Kafka's checkBatchRetention: RETAIN_EMPTY for the batch ending at the round's upper
         # bound (the log end offset survives the clean) and an active producer's last batch.
-        retain_empty = batches.last_offset + 1 == upper_bound
+        retain_empty = batches.last_offset + 1 == decide.upper_bound
+        producers = decide.producers
         if producers.last_data_offset:
             pids = batches.producer_id
             for pid in np.unique(pids[pids >= 0]).tolist():
@@ -136,7 +145,7 @@ class BatchRewriter:
             ]
             plain = rebuild & ~has_horizon & ~set_horizon
             new_base[plain] = columns.timestamp[first_kept[plain]]
-            new_base[set_horizon] = horizon_ms
+            new_base[set_horizon] = decide.horizon_ms
         # Worst case: every batch copied or rebuilt with all its records, a rebuilt record
         # growing by up to 10 bytes; a rebuilt compressed batch is written *uncompressed*
         # first (compressed afterwards), so its decompressed section counts, not its bytes.

@@ -67,6 +67,7 @@ from seglog.core.version_map import VersionMap
 from seglog.engine.cleaning.batch_rewrite import (
     NO_FILTER,
     BatchRewriter,
+    ChunkRules,
     RecordFilter,
     contains_sorted,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "NO_FILTER",
     "READ_CHUNK_BYTES",
     "SUPERSEDED_MARKS_MAX",
+    "ChunkRules",
     "Cleaner",
     "CleanerStats",
     "CleaningAbortedError",
@@ -280,29 +282,11 @@ class Cleaner:
         return self.reader.chunks(segment, position, check_done)
 
     def filter_chunk(
-        self,
-        chunk_position: int,
-        columns: RecordColumns,
-        stats: CleanerStats,
-        *,
-        now_ms: int,
-        horizon_ms: int,
-        upper_bound: int,
-        producers: Producers,
-        rules: RecordFilter = NO_FILTER,
+        self, chunk_position: int, columns: RecordColumns, stats: CleanerStats, decide: ChunkRules
     ) -> tuple[list[Any], list[tuple[int, int, int, int]], int]:
         """Decide and rewrite the chunk just read (:mod:`.batch_rewrite`)."""
         return self.rewriter.filter_chunk(
-            chunk_position,
-            self.reader.buffer,
-            self.reader.consumed,
-            columns,
-            stats,
-            now_ms=now_ms,
-            horizon_ms=horizon_ms,
-            upper_bound=upper_bound,
-            producers=producers,
-            rules=rules,
+            chunk_position, self.reader.buffer, self.reader.consumed, columns, stats, decide
         )
 
     # --- steps 3-4: one group ----------------------------------------------------------------
@@ -318,18 +302,17 @@ class Cleaner:
         log = round_.log
         cleaned = log.new_cleaned_segment(group[0].base_offset)
         try:
+            decide = ChunkRules(
+                round_.now_ms, round_.horizon_ms, round_.upper_bound, round_.producers
+            )
             for segment in group:
                 for position, columns in self.chunks(segment, 0, check_done):
-                    self._clean_chunk(
-                        position,
-                        columns,
-                        cleaned,
-                        round_.stats,
-                        now_ms=round_.now_ms,
-                        horizon_ms=round_.horizon_ms,
-                        upper_bound=round_.upper_bound,
-                        producers=round_.producers,
+                    buffers, spans, written = self.filter_chunk(
+                        position, columns, round_.stats, decide
                     )
+                    if spans:
+                        cleaned.append(buffers, written, spans)
+                        self.throttler.maybe_throttle(written)
             cleaned.on_become_inactive()
             cleaned.flush()
             cleaned.set_last_modified(group[-1].last_modified_ms())
@@ -350,28 +333,3 @@ class Cleaner:
             # startup recovery completes or rolls back; never delete them here.
             log.mark_needs_recovery()
             raise
-
-    def _clean_chunk(
-        self,
-        chunk_position: int,
-        columns: RecordColumns,
-        cleaned: LogSegment,
-        stats: CleanerStats,
-        *,
-        now_ms: int,
-        horizon_ms: int,
-        upper_bound: int,
-        producers: Producers,
-    ) -> None:
-        buffers, spans, written = self.filter_chunk(
-            chunk_position,
-            columns,
-            stats,
-            now_ms=now_ms,
-            horizon_ms=horizon_ms,
-            upper_bound=upper_bound,
-            producers=producers,
-        )
-        if spans:
-            cleaned.append(buffers, written, spans)
-            self.throttler.maybe_throttle(written)

@@ -57,6 +57,7 @@ from typing import Any
 from seglog.clock import Clock
 from seglog.core.cleaning import delete_horizon_ms
 from seglog.engine.cleaning.cleaner import (
+    ChunkRules,
     Cleaner,
     CleanerStats,
     Producers,
@@ -231,11 +232,7 @@ class Compactor:
                         chunk_position,
                         columns,
                         stats,
-                        now_ms=now,
-                        horizon_ms=tombstone_horizon,
-                        upper_bound=-2,
-                        producers=Producers({}),
-                        rules=rules,
+                        ChunkRules(now, tombstone_horizon, -2, Producers({}), rules),
                     )
                     if spans:
                         writer.append(buffers, spans, written)
