@@ -148,8 +148,13 @@ class Compactor:
         now_ms: int | None = None,
         check_done: Callable[[], None] = never_done,
         cleaner_checkpoint: int | None = None,
+        store: CompactedCopyStore | None = None,
     ) -> CompactionRun:
         """One run over ``log`` (module docstring); returns its figures.
+
+        ``store`` is where the copy is built and published: the log's own ``compaction/``
+        directory by default; another directory for a copy that leaves the machine (see
+        :mod:`seglog.engine.compaction.remote_copy`), the log then being read-only.
 
         ``cleaner_checkpoint`` is the Kafka-style cleaner's progress on this log: when it is
         past the published horizon, the in-place cleaner may have removed tombstones after
@@ -162,7 +167,7 @@ class Compactor:
         # Transactional data needs transaction-aware folding (aborted records must never
         # replace committed ones): refused, as the in-place cleaner refuses it.
         cleaner.pre_pass(log, now)
-        store = copy_store(log)
+        store = copy_store(log) if store is None else store
         publication = store.published()
         previous = publication.horizon if publication else -1
         rebuild = cleaner_checkpoint is not None and cleaner_checkpoint > previous + 1
@@ -373,17 +378,18 @@ def iter_compacted_records(
     *,
     skip_corrupt: bool = False,
     on_skip: Callable[[SkippedRange], None] | None = None,
+    store: CompactedCopyStore | None = None,
 ) -> Iterator[ConsumedRecord]:
     """Records from ``offset`` as a read-compacted reader sees them: the published copy's
-    records up to its horizon, then the log's records after it (module docstring).
+    records up to its horizon, then the log's records after it (module docstring). ``store``:
+    where the copy is, the log's own ``compaction/`` directory by default.
 
     Damage raises ``CorruptRecordError`` naming the file and position, in the copy as in the
     log; ``skip_corrupt`` / ``on_skip`` apply to the log's part (see :meth:`Log.iter_records`:
     a damaged copy is never read past, since the copy can always be rebuilt from the log).
     """
     end = log.log_end_offset if end_offset is None else min(end_offset, log.log_end_offset)
-    store = copy_store(log)
-    opened = open_published(store, log)
+    opened = open_published(copy_store(log) if store is None else store, log)
     if opened is None:
         yield from log.iter_records(
             max(offset, log.log_start_offset), end, skip_corrupt=skip_corrupt, on_skip=on_skip

@@ -1,0 +1,110 @@
+"""The Pulsar-style compacted copy of a partition, built for and published to object storage.
+
+A build (what a Spark executor runs for one partition, :mod:`seglog.spark.copy_job`):
+
+1. Read the bucket's manifest and its ETag (:class:`~seglog.storage.remote_copy_store.
+   RemoteCopyStore`). A manifest whose horizon is at or past the log end offset is refused:
+   the log lost its tail since, and folding the copy in would resurrect records.
+2. Download the published copy (if any) into a scratch partition directory, where it is an
+   ordinary local copy, so the run is incremental exactly as a local run is.
+3. Run the compactor (:class:`~seglog.engine.compaction.compactor.Compactor`) on the log,
+   opened read-only, with the scratch directory as its store: the same rules and bytes as a
+   local run; the source log is never written.
+4. Upload the new copy under its unique name.
+
+The publish (the driver, :func:`publish_remote_copy`) is one conditional PUT of the manifest
+against the ETag read in step 1; a conflict removes this build's copy and raises
+:class:`~seglog.storage.remote_copy_store.PublicationConflictError`. Readers download the
+copy a manifest names (:func:`open_remote_copy`) and read it with
+:func:`~seglog.engine.compaction.compactor.iter_compacted_records`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from seglog.engine.compaction.compactor import CompactionError, Compactor
+from seglog.engine.log import Log
+from seglog.storage import fileops
+from seglog.storage.compacted_copy import CompactedCopyStore, Publication
+from seglog.storage.remote_copy_store import (
+    PublicationConflictError,
+    RemoteCopyStore,
+    RemotePublication,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteCopyBuild:
+    """What a build hands the publisher: the manifest it started from, and the new copy
+    (``publication`` None: nothing new to compact, the published copy stays)."""
+
+    partition_dir: str
+    started_from: RemotePublication | None
+    publication: Publication | None
+    files: tuple[tuple[str, int], ...] = ()
+    figures: dict[str, Any] = field(default_factory=dict)
+
+
+def _check_horizon(remote: RemotePublication, log: Log, store: RemoteCopyStore) -> None:
+    horizon = remote.publication.horizon
+    if horizon >= log.log_end_offset:
+        raise CompactionError(
+            f"{log.topic_partition}: the copy published at {store.uri} has horizon {horizon}, "
+            f"at or past the log end offset {log.log_end_offset}: the log lost records since "
+            "(or this is another log); remove the manifest to build a new copy"
+        )
+
+
+def build_remote_copy(
+    log: Log,
+    remote: RemoteCopyStore,
+    compactor: Compactor,
+    scratch: Path,
+    *,
+    now_ms: int | None = None,
+    cleaner_checkpoint: int | None = None,
+) -> RemoteCopyBuild:
+    """Steps 1-4 for ``log`` into ``remote``; ``scratch`` is an empty local directory."""
+    started_from = remote.published()
+    partition_dir = scratch / log.directory.name
+    fileops.mkdir(partition_dir, parents=True, exist_ok=True)
+    if started_from is not None:
+        _check_horizon(started_from, log, remote)
+        remote.download_copy(started_from, partition_dir)
+    store = CompactedCopyStore(partition_dir)
+    run = compactor.compact(log, now_ms=now_ms, cleaner_checkpoint=cleaner_checkpoint, store=store)
+    if run.is_noop:
+        return RemoteCopyBuild(log.directory.name, started_from, None, (), run.to_json())
+    publication = store.published()
+    assert publication is not None and publication.copy == run.copy
+    files = remote.upload_copy(store.path / run.copy)
+    return RemoteCopyBuild(log.directory.name, started_from, publication, files, run.to_json())
+
+
+def publish_remote_copy(remote: RemoteCopyStore, build: RemoteCopyBuild) -> str | None:
+    """Publish a build (the conditional PUT); returns the manifest's new ETag, or None when
+    the build had nothing to publish. On a conflict the build's copy is removed and
+    :class:`PublicationConflictError` raised."""
+    if build.publication is None:
+        return None
+    try:
+        return remote.publish(build.publication, build.files, expected=build.started_from)
+    except PublicationConflictError:
+        remote.remove_copy(build.publication.copy)
+        raise
+
+
+def open_remote_copy(remote: RemoteCopyStore, log: Log, scratch: Path) -> CompactedCopyStore:
+    """Download the published copy of ``log``'s partition into ``scratch`` and return it as a
+    local store for :func:`~seglog.engine.compaction.compactor.iter_compacted_records`
+    (an empty store when nothing is published)."""
+    partition_dir = scratch / log.directory.name
+    fileops.mkdir(partition_dir, parents=True, exist_ok=True)
+    published = remote.published()
+    if published is not None:
+        _check_horizon(published, log, remote)
+        remote.download_copy(published, partition_dir)
+    return CompactedCopyStore(partition_dir, writable=False)
