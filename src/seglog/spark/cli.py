@@ -1,4 +1,4 @@
-"""``seglog spark compact|export|stats``: the Spark pipeline from the command line.
+"""``seglog spark compact|export|compact-copy|stats``: the Spark pipeline from the command line.
 
 This module is a plugin of the ``seglog`` command: :mod:`seglog.cli.main` loads it by name
 (``importlib``) when it builds its parser, so the core command never imports anything of Spark
@@ -12,6 +12,8 @@ before or after the command):
   (:mod:`seglog.spark.compaction_job`); one line per partition, or ``--json``.
 * ``seglog spark export TOPIC --to PATH [--mode table|changelog]``: the topic as a Parquet
   table (:mod:`seglog.spark.export`).
+* ``seglog spark compact-copy --to s3://bucket/prefix [--topic T]``: the Pulsar-style compacted
+  copy built on Spark and published to object storage (:mod:`seglog.spark.copy_job`).
 * ``seglog spark stats [--topic T] [--json]``: per-partition statistics
   (:mod:`seglog.spark.stats`).
 
@@ -98,6 +100,24 @@ def register(subparsers: Any) -> None:
     )
     export.set_defaults(handler=_run_export)
 
+    copy = commands.add_parser(
+        "compact-copy",
+        help="build the Pulsar-style compacted copy of each partition into object storage",
+        description=(
+            "Build each compacted partition's Pulsar-style copy (as `seglog compact` does) on "
+            "Spark and publish it under an s3:// prefix by a conditional PUT of its manifest; "
+            "the log directories are only read. Credentials and endpoint: the AWS environment "
+            "(AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL, AWS_PROFILE, ...) or the --s3-* options."
+        ),
+    )
+    common(copy)
+    copy.add_argument("--to", required=True, metavar="URI", help="s3://bucket/prefix")
+    copy.add_argument("--topic", default=None, help="only this topic (any cleanup.policy)")
+    copy.add_argument("--s3-endpoint", default=None, metavar="URL", help="an S3 API endpoint")
+    copy.add_argument("--s3-region", default=None, metavar="REGION", help="the bucket's region")
+    copy.add_argument("--json", action="store_true", help="print one JSON document")
+    copy.set_defaults(handler=_run_compact_copy)
+
     stats = commands.add_parser(
         "stats",
         help="per-partition records, keys, duplicates, tombstones, dirty ratio, sizes",
@@ -174,6 +194,36 @@ def _run_export(args: argparse.Namespace) -> int:
         rows = export_topic(spark, list(broker.log_dirs), args.topic, args.to, mode=args.mode)
     print(f"exported {rows:,} rows of {args.topic} ({args.mode}) to {args.to}")
     return EXIT_OK
+
+
+def _run_compact_copy(args: argparse.Namespace) -> int:
+    from seglog.spark.copy_job import compact_to_object_store
+    from seglog.storage.remote_copy_store import S3Settings, split_s3_uri
+
+    try:
+        split_s3_uri(args.to)
+    except ValueError as exc:
+        raise SparkOptionError(f"--to: {exc} (give s3://bucket/prefix)") from exc
+    broker = _broker(args)
+    settings = S3Settings(endpoint_url=args.s3_endpoint, region=args.s3_region)
+    spark = _session(args)
+    with spark_progress(spark, "compacted copies", json_output=args.json):
+        outcomes = compact_to_object_store(
+            spark, broker, args.to, settings=settings, topic=args.topic
+        )
+    if args.json:
+        print(json.dumps({"results": [o.to_json() for o in outcomes]}, indent=1))
+    elif not outcomes:
+        print(
+            "nothing to copy: no compacted topic" + (f" named {args.topic}" if args.topic else "")
+        )
+    for o in outcomes if not args.json else []:
+        where = f"{o.copy} (horizon {o.horizon})" if o.copy else ""
+        detail = {"published": f"published {where}", "unchanged": f"unchanged: {where}"}.get(
+            o.state, f"{o.state}: {o.message}"
+        )
+        print(f"{o.topic_partition}: {detail}")
+    return EXIT_FAILURE if any(o.state in ("error", "conflict") for o in outcomes) else EXIT_OK
 
 
 def _run_stats(args: argparse.Namespace) -> int:

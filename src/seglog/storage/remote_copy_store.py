@@ -108,6 +108,27 @@ class S3Settings:
         lowered = {k.lower(): v for k, v in options.items()}
         return cls(*(lowered.get(name) or None for name in cls.OPTION_NAMES))
 
+    def resolved(self) -> S3Settings:
+        """These settings with what boto3 finds on this machine filled in (credentials from
+        the environment, a profile or the AWS files; ``AWS_ENDPOINT_URL``; the region), so
+        processes elsewhere (Spark executors, whose environment may differ) reach the same
+        account and endpoint. Explicit fields are kept."""
+        import boto3
+
+        session = boto3.session.Session(profile_name=self.profile)
+        found = session.get_credentials()
+        frozen = found.get_frozen_credentials() if found is not None else None
+        return S3Settings(
+            endpoint_url=self.endpoint_url
+            or os.environ.get("AWS_ENDPOINT_URL_S3")
+            or os.environ.get("AWS_ENDPOINT_URL"),
+            region=self.region or session.region_name,
+            access_key=self.access_key or (frozen.access_key if frozen else None),
+            secret_key=self.secret_key or (frozen.secret_key if frozen else None),
+            session_token=self.session_token or (frozen.token if frozen else None),
+            profile=None,
+        )
+
     def client(self) -> Any:
         """A boto3 S3 client (imported here: only object-store work needs boto3)."""
         try:
@@ -116,8 +137,7 @@ class S3Settings:
             raise ObjectStoreError(
                 "writing to object storage needs boto3: pip install 'seglog[objectstore]'"
             ) from exc
-        session = boto3.session.Session(profile_name=self.profile) if self.profile else boto3
-        return session.client(
+        return boto3.session.Session(profile_name=self.profile).client(
             "s3",
             endpoint_url=self.endpoint_url,
             region_name=self.region,
