@@ -48,11 +48,13 @@ import pyarrow as pa
 
 from seglog.config import BrokerConfig
 from seglog.engine.compaction.partition_reader import PartitionView, open_partition_log
+from seglog.engine.compaction.remote_copy import copy_store_for
 from seglog.errors import CorruptRecordError, DataLossError, UnknownTopicError
 from seglog.format.columnar import RecordColumns, scan_columns
 from seglog.format.reader import EndKind
 from seglog.format.varint import decode_varint
 from seglog.spark.schema import HEADER_ARROW_TYPE, arrow_read_schema
+from seglog.storage.remote_copy_store import CopyTarget
 
 READ_BYTES_DEFAULT = 8 * 1024 * 1024
 BATCH_ROWS_DEFAULT = 10_000
@@ -74,6 +76,7 @@ class RangeRequest:
     include_headers: bool = False
     read_compacted: bool = False
     fail_on_data_loss: bool = True
+    copy_target: CopyTarget | None = None  # the compacted copy is in object storage
 
 
 def read_range(
@@ -102,7 +105,11 @@ def read_range(
         return
     builder = _BatchBuilder(request, batch_rows)
     order = _OrderCheck(name, str(log.directory))
-    view = PartitionView(log, read_compacted=request.read_compacted)
+    view = PartitionView(
+        log,
+        read_compacted=request.read_compacted,
+        store=copy_store_for(log, request.copy_target) if request.read_compacted else None,
+    )
     try:
         end = request.end
         if end > log.log_end_offset:

@@ -30,12 +30,14 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from seglog.engine.compaction.compactor import copy_store, open_published
+from seglog.engine.compaction.compactor import open_published
 from seglog.engine.compaction.partition_reader import PartitionView
+from seglog.engine.compaction.remote_copy import copy_store_for
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager
 from seglog.errors import DataLossError, OffsetOutOfRangeError, SparkOptionError, UnknownTopicError
 from seglog.spark.options import EARLIEST, LATEST, OffsetKind, OffsetSpec, Strategy, StrategyKind
+from seglog.storage.remote_copy_store import CopyTarget
 
 TP = tuple[str, int]
 LONG_MAX = (1 << 63) - 1
@@ -91,18 +93,23 @@ def discover(manager: LogManager, strategy: Strategy, *, must_exist: bool) -> li
     return sorted(found)
 
 
-def bounds_of(log: Log, *, read_compacted: bool) -> PartitionBounds:
-    """First readable offset and log end offset of ``log`` (see the module docstring)."""
+def bounds_of(
+    log: Log, *, read_compacted: bool, copy_target: CopyTarget | None = None
+) -> PartitionBounds:
+    """First readable offset and log end offset of ``log`` (see the module docstring);
+    ``copy_target``: the compacted copy is the one published there (object storage)."""
     if not read_compacted:
         return PartitionBounds(log.log_start_offset, log.log_end_offset)
-    view = PartitionView(log, read_compacted=True)
+    view = PartitionView(log, read_compacted=True, store=copy_store_for(log, copy_target))
     try:
         return PartitionBounds(view.first_offset, log.log_end_offset)
     finally:
         view.close()
 
 
-def offset_for_timestamp(log: Log, timestamp_ms: int, *, read_compacted: bool) -> int | None:
+def offset_for_timestamp(
+    log: Log, timestamp_ms: int, *, read_compacted: bool, copy_target: CopyTarget | None = None
+) -> int | None:
     """The first offset of what the source reads whose reported timestamp is >= ``timestamp_ms``
     (Kafka's ListOffsets), or None.
 
@@ -115,7 +122,7 @@ def offset_for_timestamp(log: Log, timestamp_ms: int, *, read_compacted: bool) -
     if not read_compacted:
         found = log.fetch_offset_by_timestamp(timestamp_ms)
         return None if found is None else found.offset
-    opened = open_published(copy_store(log), log)
+    opened = open_published(copy_store_for(log, copy_target), log)
     if opened is None:
         return offset_for_timestamp(log, timestamp_ms, read_compacted=False)
     publication, copy_segments = opened
@@ -165,6 +172,7 @@ def resolve_offsets(
     is_ending: bool,
     no_match_is_latest: bool = False,
     read_compacted: bool = False,
+    copy_target: CopyTarget | None = None,
 ) -> dict[TP, int]:
     """One offset per partition of ``tps`` for ``spec`` (see the module docstring).
 
@@ -198,7 +206,9 @@ def resolve_offsets(
                 else value
             )
             continue
-        offset = offset_for_timestamp(logs[tp], value, read_compacted=read_compacted)
+        offset = offset_for_timestamp(
+            logs[tp], value, read_compacted=read_compacted, copy_target=copy_target
+        )
         if offset is None:
             if not (is_ending or no_match_is_latest):
                 raise OffsetOutOfRangeError(

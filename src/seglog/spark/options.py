@@ -63,6 +63,7 @@ from seglog.errors import InvalidConfigError, SparkOptionError
 from seglog.format.properties import parse_properties
 from seglog.format.topic_names import INTERNAL_TOPICS
 from seglog.storage.files import read_file_bytes
+from seglog.storage.remote_copy_store import CopyTarget, S3Settings
 
 EARLIEST = -2
 LATEST = -1
@@ -172,6 +173,7 @@ class SourceOptions:
     max_trigger_delay_ms: int = DEFAULT_MAX_TRIGGER_DELAY_MS
     starting_timestamp_strategy_latest: bool = False
     ignored: tuple[str, ...] = field(default=(), compare=False)
+    compacted_copy: CopyTarget | None = None  # readCompacted from a copy in object storage
 
     def broker_config(self) -> BrokerConfig:
         """The broker config the logs are opened with (server.properties, then ``path``)."""
@@ -254,7 +256,22 @@ def parse_source_options(options: Mapping[str, str], *, is_streaming: bool) -> S
         max_trigger_delay_ms=delay,
         starting_timestamp_strategy_latest=strategy_name == "latest",
         ignored=tuple(sorted(k for k in opts if k.startswith("kafka."))),
+        compacted_copy=_compacted_copy(opts),
     )
+
+
+def _compacted_copy(opts: Mapping[str, str]) -> CopyTarget | None:
+    """``compactedCopy`` (``s3://bucket/prefix``, where ``seglog spark compact-copy``
+    published the copies) with the ``s3.*`` options; only with ``readCompacted``."""
+    uri = opts.get("compactedcopy")
+    if uri is None:
+        return None
+    if not _boolean(opts, "readcompacted", False):
+        raise SparkOptionError("option 'compactedCopy' needs option 'readCompacted' set to true")
+    try:
+        return CopyTarget(uri.strip(), S3Settings.from_options(opts).resolved())
+    except ValueError as exc:
+        raise SparkOptionError(f"option 'compactedCopy': {exc} (give s3://bucket/prefix)") from exc
 
 
 def include_headers_of(options: Mapping[str, str]) -> bool:

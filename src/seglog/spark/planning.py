@@ -40,6 +40,7 @@ def range_partitions(options: SourceOptions, ranges: Iterable[OffsetRange]) -> l
                 include_headers=options.include_headers,
                 read_compacted=options.read_compacted,
                 fail_on_data_loss=options.fail_on_data_loss,
+                copy_target=options.compacted_copy,
             )
         )
         for r in ranges
@@ -56,5 +57,10 @@ def partition_bounds(
 ) -> tuple[dict[TP, Log], dict[TP, PartitionBounds]]:
     """Each partition's log and bounds."""
     logs = {tp: manager.get_log(*tp) for tp in tps}
-    bounds = {tp: bounds_of(log, read_compacted=options.read_compacted) for tp, log in logs.items()}
+    bounds = {
+        tp: bounds_of(
+            log, read_compacted=options.read_compacted, copy_target=options.compacted_copy
+        )
+        for tp, log in logs.items()
+    }
     return logs, bounds

@@ -304,6 +304,7 @@ class SeglogBatchReader(DataSourceReader):
                 is_ending=False,
                 no_match_is_latest=options.starting_timestamp_strategy_latest,
                 read_compacted=options.read_compacted,
+                copy_target=options.compacted_copy,
             )
             ends = resolve_offsets(
                 options.ending,
@@ -312,6 +313,7 @@ class SeglogBatchReader(DataSourceReader):
                 bounds,
                 is_ending=True,
                 read_compacted=options.read_compacted,
+                copy_target=options.compacted_copy,
             )
             ranges = plan_ranges(starts, ends, bounds, fail_on_data_loss=options.fail_on_data_loss)
             ranges = [self._narrow(r, logs[(r.topic, r.partition)]) for r in ranges]
@@ -331,7 +333,10 @@ class SeglogBatchReader(DataSourceReader):
         end = r.end if self.offset_high is None else min(r.end, self.offset_high)
         if self.timestamp_low_ms is not None and start < end:
             found = offset_for_timestamp(
-                log, self.timestamp_low_ms, read_compacted=self.options.read_compacted
+                log,
+                self.timestamp_low_ms,
+                read_compacted=self.options.read_compacted,
+                copy_target=self.options.compacted_copy,
             )
             start = end if found is None else max(start, found)
         return OffsetRange(r.topic, r.partition, start, max(start, end))

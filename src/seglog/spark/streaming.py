@@ -117,6 +117,7 @@ class SeglogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 is_ending=False,
                 no_match_is_latest=options.starting_timestamp_strategy_latest,
                 read_compacted=options.read_compacted,
+                copy_target=options.compacted_copy,
             )
         return to_offset_dict(starts)
 

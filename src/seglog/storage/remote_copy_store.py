@@ -147,6 +147,22 @@ class S3Settings:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class CopyTarget:
+    """Where compacted copies live in a bucket (``s3://bucket/prefix``) and how to reach it:
+    picklable, so it travels in Spark tasks."""
+
+    uri: str
+    settings: S3Settings
+
+    def __post_init__(self) -> None:
+        split_s3_uri(self.uri)  # ValueError naming the URI when it is not s3://bucket/...
+
+    def store_for(self, partition_dir: str) -> RemoteCopyStore:
+        """The store of one partition directory name (``<topic>-<partition>``)."""
+        return RemoteCopyStore.for_partition(self.settings, self.uri, partition_dir)
+
+
 def _error_code(exc: BaseException) -> str:
     response = getattr(exc, "response", None)
     if isinstance(response, dict):

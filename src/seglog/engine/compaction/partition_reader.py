@@ -26,6 +26,7 @@ from seglog.engine.compaction.compactor import copy_store, open_published
 from seglog.engine.log import Log
 from seglog.errors import CorruptCheckpointError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition, partition_dir_name
+from seglog.storage.compacted_copy import CompactedCopyStore
 from seglog.storage.log_dir import (
     CLEAN_SHUTDOWN_FILE,
     LOG_START_OFFSET_CHECKPOINT,
@@ -90,12 +91,14 @@ class PartitionView:
     open (readable even if a newer copy replaces it meanwhile) until :meth:`close`.
     """
 
-    def __init__(self, log: Log, *, read_compacted: bool) -> None:
+    def __init__(
+        self, log: Log, *, read_compacted: bool, store: CompactedCopyStore | None = None
+    ) -> None:
         self.log = log
         self.horizon = -1
         self._copy: list[LogSegment] = []
         if read_compacted:
-            opened = open_published(copy_store(log), log)
+            opened = open_published(copy_store(log) if store is None else store, log)
             if opened is not None:
                 publication, self._copy = opened
                 self.horizon = publication.horizon

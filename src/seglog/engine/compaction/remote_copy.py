@@ -21,15 +21,20 @@ copy a manifest names (:func:`open_remote_copy`) and read it with
 
 from __future__ import annotations
 
+import atexit
+import tempfile
+import threading
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from seglog.engine.compaction.compactor import CompactionError, Compactor
+from seglog.engine.compaction.compactor import CompactionError, Compactor, copy_store
 from seglog.engine.log import Log
 from seglog.storage import fileops
 from seglog.storage.compacted_copy import CompactedCopyStore, Publication
 from seglog.storage.remote_copy_store import (
+    CopyTarget,
     PublicationConflictError,
     RemoteCopyStore,
     RemotePublication,
@@ -108,3 +113,41 @@ def open_remote_copy(remote: RemoteCopyStore, log: Log, scratch: Path) -> Compac
         _check_horizon(published, log, remote)
         remote.download_copy(published, partition_dir)
     return CompactedCopyStore(partition_dir, writable=False)
+
+
+_CACHE_LOCK = threading.Lock()
+_CACHE: dict[tuple[str, str, str], CompactedCopyStore] = {}
+_CACHE_ROOT: list[Path] = []
+
+
+def _cache_root() -> Path:
+    if not _CACHE_ROOT:
+        root = Path(tempfile.mkdtemp(prefix="seglog-remote-copies-"))
+        _CACHE_ROOT.append(root)
+        atexit.register(fileops.rmtree, root)
+    return _CACHE_ROOT[0]
+
+
+def copy_store_for(log: Log, target: CopyTarget | None) -> CompactedCopyStore:
+    """Where a read-compacted reader of ``log`` finds its copy: the log's own ``compaction/``
+    directory, or (``target`` given) the copy published in the bucket, downloaded once per
+    process and published copy into a temporary directory removed at exit (a copy never
+    changes under its name, so a cached one is reused until a newer one is published)."""
+    if target is None:
+        return copy_store(log)
+    remote = target.store_for(log.directory.name)
+    published = remote.published()
+    copy = published.publication.copy if published else ""
+    key = (target.uri, log.directory.name, copy)
+    with _CACHE_LOCK:
+        cached = _CACHE.get(key)
+        if cached is not None:
+            return cached
+        partition_dir = _cache_root() / uuid.uuid4().hex / log.directory.name
+        fileops.mkdir(partition_dir, parents=True, exist_ok=True)
+        if published is not None:
+            _check_horizon(published, log, remote)
+            remote.download_copy(published, partition_dir)
+        store = CompactedCopyStore(partition_dir, writable=False)
+        _CACHE[key] = store
+        return store
