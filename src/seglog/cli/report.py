@@ -34,6 +34,10 @@ is HTML-escaped (quotes too), so a hostile topic name shows as text and never be
 Opens the data dirs read-only (no lock, nothing written there), so it works on a directory
 a broker or ``seglog maintain`` holds. The page is
 written atomically (tmp file, fsync, rename); the command prints its path.
+
+Why this module is longer than the house's ~500 lines: it draws every picture of the page
+(inline SVG, no library), one short function per chart; the numbers themselves come from
+:mod:`seglog.engine.inspect.report_data`.
 """
 
 from __future__ import annotations

@@ -47,6 +47,10 @@ Options (what differs from Spark's Kafka source is marked *seglog*):
 Every problem raises :class:`~seglog.errors.SparkOptionError` naming the option, the value
 and what is allowed. The parsed :class:`SourceOptions` holds only strings, numbers and
 tuples: it is pickled to the executors.
+
+Why this module is longer than the house's ~500 lines: it is the one table of every option of
+the source and its checks, with Spark's Kafka source's exact error texts; the options are read
+in one place so the driver, the executors and the tests agree.
 """
 
 from __future__ import annotations

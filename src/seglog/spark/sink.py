@@ -56,6 +56,10 @@ Semantics:
   directory's lock; see :mod:`seglog.spark.staging` for the crash-safe journal. A failed job
   appends nothing and ``abort`` removes its staging directory. Each partition's records are
   visible (and fsynced) as soon as that partition's append is done.
+
+Why this module is longer than the house's ~500 lines: the sink's input contract (columns,
+types, partitioning), its task writer and its driver commit are one exactly-once protocol, kept
+in one place; the staged files themselves are :mod:`seglog.spark.staging`.
 """
 
 from __future__ import annotations
