@@ -3,7 +3,8 @@ in reStructuredText for the API docs; in a terminal the markup is noise.
 
 :func:`use_terminal_help` gives every parser of the ``seglog`` tree a formatter that shows
 ``code`` as `code` (one backtick, as in Markdown), drops ``**`` emphasis and ends a literal
-block's introduction with one colon instead of ``::``. Only the markup changes: wording,
+block's introduction with one colon instead of ``::``, and leaves out a module docstring's
+paragraph for developers ("Why this module is longer ..."). Only the markup changes: wording,
 line breaks and the formatter's wrapping behaviour stay those of each parser.
 """
 
@@ -15,10 +16,13 @@ import re
 _CODE = re.compile(r"``(.+?)``", re.S)
 _STRONG = re.compile(r"\*\*(.+?)\*\*", re.S)
 _LITERAL_INTRO = re.compile(r"(?<=\S)::$", re.M)
+# A paragraph for developers (why a module is long): not for a user's help page.
+_DEVELOPER_NOTE = re.compile(r"\n*^Why this module is [^\n]*(?:\n(?!\n)[^\n]*)*", re.M)
 
 
 def terminal_text(text: str) -> str:
     """``text`` with its reStructuredText markup made plain (see the module docstring)."""
+    text = _DEVELOPER_NOTE.sub("", text)
     text = _CODE.sub(r"`\1`", text)
     text = _STRONG.sub(r"\1", text)
     return _LITERAL_INTRO.sub(":", text)
