@@ -27,6 +27,7 @@ from seglog.format.builder import BatchBuilder
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.compacted_copy import PUBLISHED_FILE
 from seglog.storage.remote_copy_store import (
+    ObjectStoreError,
     PublicationConflictError,
     RemoteCopyStore,
     S3Settings,
@@ -259,3 +260,63 @@ def test_a_damaged_manifest_or_torn_object_is_a_typed_error(
         )
         with pytest.raises(CorruptCheckpointError, match="the manifest says"):
             open_remote_copy(remote, log, tmp_path / "read")
+
+
+class FailingClient:
+    """A boto3 client that fails one kind of call after ``after`` successful ones (a fault
+    injected between seglog and the object store)."""
+
+    def __init__(self, real: object, method: str, after: int) -> None:
+        self._real = real
+        self._method = method
+        self._left = after
+
+    def __getattr__(self, name: str) -> object:
+        attr = getattr(self._real, name)
+        if name != self._method:
+            return attr
+
+        def call(*args: object, **kwargs: object) -> object:
+            if self._left <= 0:
+                raise ConnectionError(f"injected failure of {name}")
+            self._left -= 1
+            return attr(*args, **kwargs)  # type: ignore[operator]
+
+        return call
+
+
+@pytest.mark.parametrize("method,after", [("upload_fileobj", 1), ("put_object", 0)])
+def test_a_failure_before_the_manifest_publishes_nothing(
+    s3_endpoint: str,
+    s3_bucket: str,
+    data_dir: Path,
+    clock: ManualClock,
+    tmp_path: Path,
+    method: str,
+    after: int,
+) -> None:
+    """A crash or failure anywhere before the manifest's PUT leaves the published copy as it
+    was: readers keep seeing it, and the orphaned objects are swept after the grace period."""
+    remote = store_for(s3_endpoint, s3_bucket)
+    with read_only(data_dir, clock) as manager:
+        log = manager.get_log(TOPIC, 0)
+        publish_remote_copy(
+            remote, build_remote_copy(log, remote, compactor(clock), tmp_path / "a")
+        )
+        first = remote.published()
+        seen = compacted_view(log, remote, tmp_path / "read-a")
+    with open_log_dirs([data_dir], clock=clock) as manager:
+        append(manager.get_log(TOPIC, 0), clock, [(b"k5", b"changed")])
+    faulty = store_for(s3_endpoint, s3_bucket)
+    faulty._client = FailingClient(faulty.client, method, after)
+    with read_only(data_dir, clock) as manager:
+        log = manager.get_log(TOPIC, 0)
+        with pytest.raises(ObjectStoreError, match="injected failure"):
+            publish_remote_copy(
+                faulty, build_remote_copy(log, faulty, compactor(clock), tmp_path / "b")
+            )
+        assert remote.published() == first
+        # the old copy up to its horizon, then the log's new record
+        assert compacted_view(log, remote, tmp_path / "read-b") == [*seen, (40, b"changed")]
+    leftovers = remote.sweep(grace_ms=0)
+    assert len(leftovers) == 1 and leftovers[0] != first.publication.copy

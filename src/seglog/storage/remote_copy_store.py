@@ -296,9 +296,9 @@ class RemoteCopyStore:
             with fileops.open_read(path) as source:
                 try:
                     self.client.upload_fileobj(source, self.bucket, key, Config=_transfer())
-                except (OSError, SeglogError):
+                except SeglogError:
                     raise
-                except Exception as exc:
+                except Exception as exc:  # the service, the network or the local file
                     raise self._fail("uploading to", key, exc) from exc
             files.append((path.name, path.stat().st_size))
         return tuple(files)
