@@ -177,7 +177,7 @@ def test_cli_table_forms_match_the_parser() -> None:
         if not form.startswith("seglog [--data-dir"):  # the global options' row
             assert path and not _subcommands(parser), f"{form!r}: not a whole command"
             covered.add(path)
-        for option in re.findall(r"--[a-z][a-z-]*", form):
+        for option in re.findall(r"--[a-z][a-z0-9-]*", form):
             assert option in _options(parser) | _options(root), f"{form!r}: no {option}"
     assert len(forms) >= 25
     assert covered == set(_leaves(root)), set(_leaves(root)) ^ covered
