@@ -17,6 +17,13 @@ Topic operations, each crash-safe by its order of steps:
   next start finishes 2 and 3; *after 3*: the ``-delete`` directories are removed at start
   (at once: no reader can hold them then; Kafka waits the delay there too).
 * **alter**: validate, then write the new overrides; logs use the new config at once.
+* **increase partitions** (Kafka's CreatePartitions): 1. write the new count into every root's
+  metadata; 2. create the new partitions' directories as *create* does. *Crash after 1*: the
+  next start creates them (:meth:`Topics.reconcile`), so the topic never has fewer partitions
+  than its metadata says once it is open. Only an increase is allowed (Kafka's rule); a
+  topic found on disk (a broker's) keeps its count, which the cluster's metadata owns.
+  The producer spreads keys over the new count at once (``murmur2(key) % partitions``), so
+  keyed records written before and after may sit in different partitions, as in Kafka.
 
 Every metadata write raises the generation and rewrites every root's copy (atomically each),
 and forgets which topics' configs are known. A topic whose configs cannot be known is opened
@@ -48,6 +55,7 @@ from seglog.engine.topic_catalogue import (
 )
 from seglog.errors import (
     InvalidConfigError,
+    InvalidPartitionsError,
     InvalidTopicError,
     SeglogError,
     TopicExistsError,
@@ -57,6 +65,7 @@ from seglog.format.checkpoint import new_topic_id
 from seglog.format.topic_names import (
     PartitionDirKind,
     TopicPartition,
+    check_new_topic_name,
     delete_dir_name,
     partition_dir_name,
     validate_partition,
@@ -247,8 +256,10 @@ class Topics:
                     f"topic {name!r}: partition count {partitions} is outside "
                     f"1..{MAX_PARTITIONS_PER_TOPIC}"
                 )
-            if name in self.topic_names():
+            existing = self.topic_names()
+            if name in existing:
                 raise TopicExistsError(f"topic {name!r} already exists")
+            check_new_topic_name(name, existing)  # internal names, '.'/'_' collisions
             overrides = dict(configs or {})
             self.log_config(name, overrides)  # validates: raises InvalidConfigError
             meta = TopicMetadata(name, partitions, new_topic_id(), overrides)
@@ -256,6 +267,40 @@ class Topics:
             self.write()  # step 1
             for partition in range(partitions):  # step 2
                 self.create_partition(TopicPartition(name, partition), meta.topic_id)
+            return self.describe_topic(name)
+
+    def increase_partitions(self, name: str, count: int) -> TopicDescription:
+        """Raise a topic's partition count to ``count`` (see the module docstring)."""
+        with self._lock:
+            self._check_writable()
+            check_not_metadata_topic(name, "add partitions to")
+            meta = self.file.topics.get(name)
+            if meta.discovered if meta is not None else bool(self.partitions_of(name)):
+                raise InvalidPartitionsError(
+                    f"topic {name!r} was written by a Kafka broker (found on disk): its "
+                    "partition count belongs to the cluster's metadata, so seglog does not "
+                    "change it; add partitions on the cluster (kafka-topics.sh --alter)"
+                )
+            if meta is None or meta.deleting:
+                raise UnknownTopicError(f"topic {name!r} does not exist")
+            current = meta.partitions
+            if count <= current:
+                raise InvalidPartitionsError(
+                    "The number of partitions for a topic can only be increased. Topic "
+                    f"{name} currently has {current} partition{'' if current == 1 else 's'}, "
+                    f"{count} would not be an increase."
+                )
+            if count > MAX_PARTITIONS_PER_TOPIC:
+                raise InvalidPartitionsError(
+                    f"topic {name!r}: partition count {count} is outside "
+                    f"1..{MAX_PARTITIONS_PER_TOPIC}"
+                )
+            meta.partitions = count
+            self.write()  # step 1
+            for partition in range(current, count):  # step 2
+                tp = TopicPartition(name, partition)
+                if tp not in self._logs:
+                    self.create_partition(tp, meta.topic_id)
             return self.describe_topic(name)
 
     def _partition_counts(self) -> list[int]:
