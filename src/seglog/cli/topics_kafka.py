@@ -111,24 +111,64 @@ def add_kafka_actions(
         help="the topic; a regular expression (whole name, ',' between alternatives) but "
         "with --create",
     )
-    group.add_argument("--partitions", dest="kafka_partitions", type=positive_int, metavar="N")
     group.add_argument(
-        "--replication-factor", dest="kafka_replication_factor", type=int, metavar="N"
+        "--partitions",
+        dest="kafka_partitions",
+        type=positive_int,
+        metavar="N",
+        help="--create: the partition count (default: num.partitions); --alter: the new, "
+        "larger count",
     )
     group.add_argument(
-        "--config", dest="kafka_configs", type=key_value, action="append", metavar="KEY=VALUE"
+        "--replication-factor",
+        dest="kafka_replication_factor",
+        type=int,
+        metavar="N",
+        help="--create: only 1 (single-node storage)",
     )
     group.add_argument(
-        "--delete-config", dest="kafka_delete_configs", action="append", metavar="KEY"
+        "--config",
+        dest="kafka_configs",
+        type=key_value,
+        action="append",
+        metavar="KEY=VALUE",
+        help="--create/--alter: a topic config override (repeatable)",
     )
-    group.add_argument("--if-exists", dest="kafka_if_exists", action="store_true", default=None)
     group.add_argument(
-        "--if-not-exists", dest="kafka_if_not_exists", action="store_true", default=None
+        "--delete-config",
+        dest="kafka_delete_configs",
+        action="append",
+        metavar="KEY",
+        help="--alter: remove a config override (repeatable)",
     )
     group.add_argument(
-        "--exclude-internal", dest="kafka_exclude_internal", action="store_true", default=None
+        "--if-exists",
+        dest="kafka_if_exists",
+        action="store_true",
+        default=None,
+        help="--alter/--delete/--describe: do nothing when no topic matches",
     )
-    group.add_argument("--json", dest="kafka_json", action="store_true", default=None)
+    group.add_argument(
+        "--if-not-exists",
+        dest="kafka_if_not_exists",
+        action="store_true",
+        default=None,
+        help="--create: do nothing when the topic exists",
+    )
+    group.add_argument(
+        "--exclude-internal",
+        dest="kafka_exclude_internal",
+        action="store_true",
+        default=None,
+        help="--list/--describe: leave out Kafka's internal topics (__consumer_offsets, ...)",
+    )
+    group.add_argument(
+        "--json",
+        dest="kafka_json",
+        action="store_true",
+        default=None,
+        help="--describe: one JSON object per topic instead of tables",
+    )
     handlers = {
         "create": run_create,
         "list": run_list,

@@ -17,13 +17,10 @@ Topic operations, each crash-safe by its order of steps:
   next start finishes 2 and 3; *after 3*: the ``-delete`` directories are removed at start
   (at once: no reader can hold them then; Kafka waits the delay there too).
 * **alter**: validate, then write the new overrides; logs use the new config at once.
-* **increase partitions** (Kafka's CreatePartitions): 1. write the new count into every root's
-  metadata; 2. create the new partitions' directories as *create* does. *Crash after 1*: the
-  next start creates them (:meth:`Topics.reconcile`), so the topic never has fewer partitions
-  than its metadata says once it is open. Only an increase is allowed (Kafka's rule); a
-  topic found on disk (a broker's) keeps its count, which the cluster's metadata owns.
-  The producer spreads keys over the new count at once (``murmur2(key) % partitions``), so
-  keyed records written before and after may sit in different partitions, as in Kafka.
+* **increase partitions** (Kafka's CreatePartitions; an increase only): 1. write the new
+  count into the metadata; 2. create the new partitions as *create* does. *Crash after 1*:
+  the next start creates them. A broker's topic (found on disk) keeps the count its cluster
+  owns. Keys spread over the new count at once (``murmur2(key) % partitions``), as in Kafka.
 
 Every metadata write raises the generation and rewrites every root's copy (atomically each),
 and forgets which topics' configs are known. A topic whose configs cannot be known is opened
@@ -231,8 +228,9 @@ class Topics:
             directory.write_topics(self.file)
 
     def reconcile(self) -> None:
-        """At startup: finish the deletions a crash interrupted and create the partitions the
-        metadata lists but no root holds (a crash during creation)."""
+        """At startup: finish the deletions a crash interrupted, create the partitions the
+        metadata lists but no root holds and write a missing ``partition.metadata`` (a crash
+        during creation or a partition increase)."""
         for name, meta in list(self.file.topics.items()):
             if meta.deleting:
                 self.finish_delete(name, remove_now=True)  # no reader yet
@@ -240,8 +238,20 @@ class Topics:
             if meta.discovered:
                 continue  # a broker's topic: its partitions are those on disk
             for partition in range(meta.partitions):
-                if TopicPartition(name, partition) not in self._logs:
-                    self.create_partition(TopicPartition(name, partition), meta.topic_id)
+                tp = TopicPartition(name, partition)
+                log = self._logs.get(tp)
+                if log is None:
+                    self.create_partition(tp, meta.topic_id)
+                elif meta.topic_id and self._lacks_partition_metadata(log):
+                    # a crash between the directory's mkdir and its partition.metadata
+                    create_partition_dir(log.directory.parent, log.directory.name, meta.topic_id)
+
+    @staticmethod
+    def _lacks_partition_metadata(log: Log) -> bool:
+        try:
+            return read_partition_topic_id(log.directory) is None
+        except SeglogError:
+            return False  # damaged, not missing: verify reports it, nothing is overwritten
 
     # --- operations -----------------------------------------------------------------------------
     def create_topic(
