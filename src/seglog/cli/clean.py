@@ -31,9 +31,13 @@ clean every ``log.cleaner.backoff.ms``) is the scheduler command ``seglog mainta
 ``--once`` keeps ``seglog clean`` meaning one pass. With
 ``--read-only`` only ``--dry-run`` is allowed.
 
-The cleaning states (``in progress``, ``aborted``, ``paused(n)``) and the uncleanable marks
-live in the memory of the process that cleans: ``cleaner status`` in a new process shows
-state ``none`` and no mark; ``clean --once`` reports its failures itself.
+The cleaning states (``in progress``, ``aborted``, ``paused(n)``) live in the memory of the
+process that cleans: ``cleaner status`` in a new process shows state ``none``. An
+uncleanable mark is also recorded in ``seglog-cleaner-history.json`` until the partition's
+next successful round, so ``cleaner status`` in any process shows the partition ``clean
+--once`` reported "marked uncleanable", with the same reason. A new pass (``clean --once``,
+``maintain`` started again) retries it, as a restarted Kafka broker does; ``clean --dry-run``
+therefore counts it as cleanable unless this process marked it.
 
 Cleaned segments replace the old ones with Kafka's ``.cleaned`` -> ``.swap`` -> ``.deleted``
 steps (crash-safe at each); the old files stay ``*.deleted`` until the next command that
@@ -558,7 +562,7 @@ def status_entries(manager: LogManager, topic: str | None) -> list[StatusEntry]:
     """Every compacted partition's cleaner status (``topic``: only its partitions)."""
     cleaner = manager.cleaner_manager
     checkpoints = manager.cleaner_checkpoints()
-    marks = cleaner.uncleanable()
+    marks = cleaner.uncleanable_status()  # this process's and the last pass's
     return [
         StatusEntry(c, cleaner.state_of(tp), checkpoints.get(tp), marks.get(tp))
         for c in cleaner.candidates(manager.clock.now_ms(), topic=topic)

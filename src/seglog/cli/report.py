@@ -58,7 +58,7 @@ from seglog.engine.inspect.report_data import (
     TopicReport,
     gather_report,
 )
-from seglog.storage.atomic import write_file_atomically
+from seglog.storage.atomic import check_output_path, write_output_file
 
 if TYPE_CHECKING:
     from seglog.cli.common import Subparsers
@@ -129,10 +129,11 @@ def register(subparsers: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Gather, render, write the page; print its path."""
+    out = Path(args.out)
+    check_output_path(out, "--out", DEFAULT_OUT)  # before the work, not after it
     with open_manager(args) as manager:
         report = gather_report(manager)
-    out = Path(args.out)
-    write_file_atomically(out, render_report(report).encode("utf-8"))
+    write_output_file(out, render_report(report).encode("utf-8"))
     print(out)
     return EXIT_OK
 
