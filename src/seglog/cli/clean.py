@@ -87,6 +87,7 @@ from seglog.cli.common import (
     topic_name,
 )
 from seglog.cli.progress import ProgressBar
+from seglog.cli.text import plural
 from seglog.engine.cleaning.cleaner_manager import CleaningCandidate, Uncleanable
 from seglog.engine.cleaning.log_cleaner import CleanPlan, CleanResult, LogCleaner
 from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN
@@ -199,10 +200,6 @@ def skipped_partitions(manager: LogManager, topic: str | None) -> list[TopicPart
 def _print_skipped(skipped: list[TopicPartition]) -> None:
     for tp in skipped:
         print(f"SKIPPED {tp}: {CONFIGS_UNKNOWN}")
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _ratio(value: float) -> str:
@@ -318,7 +315,7 @@ def pass_summary(outcome: PassOutcome, nothing_reason: str) -> str:
     cleaned = [r.stats for r in outcome.results if r.stats is not None and r.error is None]
     read = sum(s.bytes_read for s in cleaned)
     written = sum(s.bytes_written for s in cleaned)
-    line = f"Cleaned {_plural(len(cleaned), 'partition')}"
+    line = f"Cleaned {plural(len(cleaned), 'partition')}"
     if cleaned:
         line += f" ({read} bytes read, {written} written)"
     failed = len(outcome.failed)
@@ -416,7 +413,9 @@ def groups_text(groups: Sequence[Sequence[int]]) -> str:
         if len(group) <= _GROUP_BASES_SHOWN:
             parts.append("[" + ",".join(str(b) for b in group) + "]")
         else:
-            parts.append(f"[{group[0]},{group[1]},...,{group[-1]} ({len(group)} segments)]")
+            parts.append(
+                f"[{group[0]},{group[1]},...,{group[-1]} ({plural(len(group), 'segment')})]"
+            )
     if len(groups) > _GROUPS_SHOWN:
         parts.append(f"... ({len(groups)} groups)")
     return " ".join(parts)
@@ -506,7 +505,7 @@ def _run_dry(args: argparse.Namespace) -> int:
     print_table(plan_rows(entries), PLAN_HEADER, sys.stdout)
     would = sum(1 for e in entries if e.would_clean)
     print(
-        f"Would clean {would} of {_plural(len(entries), 'compacted partition')} "
+        f"Would clean {would} of {plural(len(entries), 'compacted partition')} "
         f"(offset map: {capacity} keys per round); nothing was changed (--dry-run)."
     )
     return EXIT_OK
