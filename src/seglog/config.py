@@ -695,6 +695,8 @@ _BROKER_ONLY_KEYS = (
         "num_recovery_threads_per_data_dir",
         1,
     ),
+    # The partition count of a topic created without --partitions (Kafka: num.partitions).
+    BrokerKey("num.partitions", ConfigType.INT, _at_least(1), "num_partitions", 1),
     BrokerKey(
         "log.dir.failure.timeout.ms",
         ConfigType.LONG,
@@ -798,6 +800,7 @@ class BrokerConfig:
     replica_high_watermark_checkpoint_interval_ms: int = 5_000
     log_initial_task_delay_ms: int = 30_000
     num_recovery_threads_per_data_dir: int = 1
+    num_partitions: int = 1
     log_dir_failure_timeout_ms: int = 30_000
     log_cleaner_enable: bool = True
     log_cleaner_threads: int = 1

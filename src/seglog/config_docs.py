@@ -230,6 +230,10 @@ BROKER_SETTING_DOCS: Mapping[str, str] = {
         "The number of threads per data directory to be used for log recovery at startup and "
         "flushing at shutdown. Read and checked; not used by seglog."
     ),
+    "num.partitions": (
+        "The default number of log partitions per topic: the partition count of `topics "
+        "create` without `--partitions`."
+    ),
     "log.dir.failure.timeout.ms": (
         "If the broker is unable to successfully communicate to the controller that some log "
         "directory has failed for longer than this time, the broker will fail and shut down. "

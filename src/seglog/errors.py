@@ -155,6 +155,11 @@ class TopicExistsError(SeglogError, ValueError):
     """A topic with that name already exists."""
 
 
+class InvalidPartitionsError(SeglogError, ValueError):
+    """A partition count a topic cannot take (Kafka's ``InvalidPartitionsException``): not
+    an increase, or a topic whose partition count belongs to a Kafka cluster."""
+
+
 class UnknownTopicError(SeglogError, LookupError):
     """No topic (or no partition of it) with that name is here."""
 

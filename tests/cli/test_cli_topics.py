@@ -352,8 +352,8 @@ def test_a_read_only_directory_needs_read_only(cli: Cli, data_dir: Path) -> None
 def test_usage_errors(cli: Cli) -> None:
     result = cli.run("topics")
     assert result.status == 2 and "an action is required" in result.err
-    result = cli.run("topics", "create", "t")
-    assert result.status == 2 and "--partitions" in result.err
+    result = cli.run("topics", "create")
+    assert result.status == 1 and "a topic name is required" in result.err
     result = cli.run("topics", "create", "t", "--partitions", "0")
     assert result.status == 2
     result = cli.run("topics", "create", "t", "--partitions", "1", "--config", "novalue")

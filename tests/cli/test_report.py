@@ -80,14 +80,15 @@ def test_report_shows_segments_dirty_ratio_and_every_history(cli: Cli, tmp_path:
     # the cleaner's round, from seglog-cleaner-history.json
     assert page.points[(f"{COMPACTED}-0", "cleaner-chart")] == built.cleaner_rounds == 1
     header, row = page.rows[(f"{COMPACTED}-0", "cleaner-history")]
-    assert header[2:5] == ["bytes before", "bytes after", "keys"]
+    assert header[2:6] == ["bytes read", "bytes written", "log bytes", "keys"]
     (entry,) = cleaner_round
-    assert row[2:5] == [
-        str(entry["size_before_bytes"]),
-        str(entry["size_after_bytes"]),
+    assert row[2:6] == [
+        str(entry["bytes_read"]),
+        str(entry["bytes_written"]),
+        f"{entry['size_before_bytes']} -> {entry['size_after_bytes']}",
         str(entry["map_keys"]),
     ]
-    assert int(row[2]) > int(row[3]) > 0 and row[4] == "4"
+    assert int(row[2]) > int(row[3]) > 0 and row[5] == "4"
 
     # the compactor's two runs: horizons 23 and 35, the copy holds 4 keys
     assert page.points[(f"{COMPACTED}-0", "compaction-chart")] == built.compaction_runs == 2

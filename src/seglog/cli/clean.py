@@ -31,9 +31,13 @@ clean every ``log.cleaner.backoff.ms``) is the scheduler command ``seglog mainta
 ``--once`` keeps ``seglog clean`` meaning one pass. With
 ``--read-only`` only ``--dry-run`` is allowed.
 
-The cleaning states (``in progress``, ``aborted``, ``paused(n)``) and the uncleanable marks
-live in the memory of the process that cleans: ``cleaner status`` in a new process shows
-state ``none`` and no mark; ``clean --once`` reports its failures itself.
+The cleaning states (``in progress``, ``aborted``, ``paused(n)``) live in the memory of the
+process that cleans: ``cleaner status`` in a new process shows state ``none``. An
+uncleanable mark is also recorded in ``seglog-cleaner-history.json`` until the partition's
+next successful round, so ``cleaner status`` in any process shows the partition ``clean
+--once`` reported "marked uncleanable", with the same reason. A new pass (``clean --once``,
+``maintain`` started again) retries it, as a restarted Kafka broker does; ``clean --dry-run``
+therefore counts it as cleanable unless this process marked it.
 
 Cleaned segments replace the old ones with Kafka's ``.cleaned`` -> ``.swap`` -> ``.deleted``
 steps (crash-safe at each); the old files stay ``*.deleted`` until the next command that
@@ -88,6 +92,7 @@ from seglog.cli.common import (
     topic_name,
 )
 from seglog.cli.progress import ProgressBar
+from seglog.cli.text import plural
 from seglog.engine.cleaning.cleaner_manager import CleaningCandidate, Uncleanable
 from seglog.engine.cleaning.log_cleaner import CleanPlan, CleanResult, LogCleaner
 from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN
@@ -200,10 +205,6 @@ def skipped_partitions(manager: LogManager, topic: str | None) -> list[TopicPart
 def _print_skipped(skipped: list[TopicPartition]) -> None:
     for tp in skipped:
         print(f"SKIPPED {tp}: {CONFIGS_UNKNOWN}")
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _ratio(value: float) -> str:
@@ -319,7 +320,7 @@ def pass_summary(outcome: PassOutcome, nothing_reason: str) -> str:
     cleaned = [r.stats for r in outcome.results if r.stats is not None and r.error is None]
     read = sum(s.bytes_read for s in cleaned)
     written = sum(s.bytes_written for s in cleaned)
-    line = f"Cleaned {_plural(len(cleaned), 'partition')}"
+    line = f"Cleaned {plural(len(cleaned), 'partition')}"
     if cleaned:
         line += f" ({read} bytes read, {written} written)"
     failed = len(outcome.failed)
@@ -417,7 +418,9 @@ def groups_text(groups: Sequence[Sequence[int]]) -> str:
         if len(group) <= _GROUP_BASES_SHOWN:
             parts.append("[" + ",".join(str(b) for b in group) + "]")
         else:
-            parts.append(f"[{group[0]},{group[1]},...,{group[-1]} ({len(group)} segments)]")
+            parts.append(
+                f"[{group[0]},{group[1]},...,{group[-1]} ({plural(len(group), 'segment')})]"
+            )
     if len(groups) > _GROUPS_SHOWN:
         parts.append(f"... ({len(groups)} groups)")
     return " ".join(parts)
@@ -507,7 +510,7 @@ def _run_dry(args: argparse.Namespace) -> int:
     print_table(plan_rows(entries), PLAN_HEADER, sys.stdout)
     would = sum(1 for e in entries if e.would_clean)
     print(
-        f"Would clean {would} of {_plural(len(entries), 'compacted partition')} "
+        f"Would clean {would} of {plural(len(entries), 'compacted partition')} "
         f"(offset map: {capacity} keys per round); nothing was changed (--dry-run)."
     )
     return EXIT_OK
@@ -563,7 +566,7 @@ def status_entries(manager: LogManager, topic: str | None) -> list[StatusEntry]:
     """Every compacted partition's cleaner status (``topic``: only its partitions)."""
     cleaner = manager.cleaner_manager
     checkpoints = manager.cleaner_checkpoints()
-    marks = cleaner.uncleanable()
+    marks = cleaner.uncleanable_status()  # this process's and the last pass's
     return [
         StatusEntry(c, cleaner.state_of(tp), checkpoints.get(tp), marks.get(tp))
         for c in cleaner.candidates(manager.clock.now_ms(), topic=topic)

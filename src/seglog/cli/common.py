@@ -218,6 +218,11 @@ def _check_roots(broker: BrokerConfig, *, must_exist: bool, read_only: bool) -> 
     for root in broker.log_dirs:
         path = Path(root)
         if not path.is_dir():
+            if path.exists():  # a file (or a link to one): "does not exist" would mislead
+                raise InvalidConfigError(
+                    f"log directory {root} is a file, not a directory: --data-dir (and "
+                    "log.dirs) must name a directory"
+                )
             if must_exist:
                 raise InvalidConfigError(
                     f"log directory {root} does not exist: check the --data-dir path (only "

@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 from seglog.cli.common import EXIT_FAILURE, EXIT_OK, positive_int
 from seglog.cli.progress import ProgressBar
+from seglog.cli.text import plural
 from seglog.cli.verify import CleanerCheckpoints, verify_partition
 from seglog.engine.cleaning.log_cleaner import CleanResult
 from seglog.engine.log import Log
@@ -659,7 +660,8 @@ def summary_lines(s: dict[str, Any]) -> list[str]:
     r = s["retention"]
     out += [
         "",
-        f"  retention deleted {r['deleted_segments']} segments ({_size(r['deleted_bytes'])})",
+        f"  retention deleted {plural(r['deleted_segments'], 'segment')} "
+        f"({_size(r['deleted_bytes'])})",
     ]
     for d in r["deletions"]:
         out.append(

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING
 
 from seglog import __version__
 from seglog.cli.common import EXIT_OK, command_options_parent, open_manager
+from seglog.cli.text import plural
 from seglog.engine.inspect.report_data import (
     CleanerRound,
     CompactionRunRow,
@@ -62,7 +63,7 @@ from seglog.engine.inspect.report_data import (
     TopicReport,
     gather_report,
 )
-from seglog.storage.atomic import write_file_atomically
+from seglog.storage.atomic import check_output_path, write_output_file
 
 if TYPE_CHECKING:
     from seglog.cli.common import Subparsers
@@ -133,10 +134,11 @@ def register(subparsers: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Gather, render, write the page; print its path."""
+    out = Path(args.out)
+    check_output_path(out, "--out", DEFAULT_OUT)  # before the work, not after it
     with open_manager(args) as manager:
         report = gather_report(manager)
-    out = Path(args.out)
-    write_file_atomically(out, render_report(report).encode("utf-8"))
+    write_output_file(out, render_report(report).encode("utf-8"))
     print(out)
     return EXIT_OK
 
@@ -254,7 +256,7 @@ def render_segments(partition: PartitionReport) -> str:
             f"first dirty offset {esc(checkpoint)}</text>"
         )
     parts.append(
-        f'<text x="0" y="{height - 8}" font-size="11" fill="#555">{len(bars)} segments, '
+        f'<text x="0" y="{height - 8}" font-size="11" fill="#555">{plural(len(bars), "segment")}, '
         f"{esc(format_bytes(partition.size_bytes))}, offsets [{partition.log_start_offset}, "
         f"{partition.log_end_offset})</text></svg>"
     )
@@ -344,15 +346,17 @@ def _legend(entries: Iterable[tuple[str, str]]) -> str:
 
 
 def render_cleaner_history(rounds: Sequence[CleanerRound]) -> str:
-    """The cleaner's rounds: size before/after per round, then the figures."""
+    """The cleaner's rounds: bytes of the cleaned section read and written per round (the
+    figures ``clean --once`` prints: Kafka's start and end size), then the figures, with the
+    whole log's size (active segment included) in a column of its own."""
     if not rounds:
         return '<p class="meta">No cleaner rounds recorded.</p>'
     points = [
         (
             r.time_ms,
             [
-                (r.size_before_bytes, BEFORE_COLOUR, f"before: {r.size_before_bytes} bytes"),
-                (r.size_after_bytes, AFTER_COLOUR, f"after: {r.size_after_bytes} bytes"),
+                (r.bytes_read, BEFORE_COLOUR, f"read: {r.bytes_read} bytes"),
+                (r.bytes_written, AFTER_COLOUR, f"written: {r.bytes_written} bytes"),
             ],
         )
         for r in rounds
@@ -361,8 +365,9 @@ def render_cleaner_history(rounds: Sequence[CleanerRound]) -> str:
         (
             format_time(r.time_ms),
             f"[{r.first_dirty_offset}, {r.end_offset})",
-            r.size_before_bytes,
-            r.size_after_bytes,
+            r.bytes_read,
+            r.bytes_written,
+            f"{r.size_before_bytes} -> {r.size_after_bytes}",
             r.keys,
             f"{r.messages_read} -> {r.messages_written}",
             f"{r.duration_s:.3f}",
@@ -371,15 +376,16 @@ def render_cleaner_history(rounds: Sequence[CleanerRound]) -> str:
         for r in rounds
     ]
     return (
-        _legend([(BEFORE_COLOUR, "size before"), (AFTER_COLOUR, "size after")])
+        _legend([(BEFORE_COLOUR, "bytes read"), (AFTER_COLOUR, "bytes written")])
         + render_bar_chart("cleaner-chart", points)
         + _table(
             "history cleaner-history",
             (
                 "time (UTC)",
                 "dirty range",
-                "bytes before",
-                "bytes after",
+                "bytes read",
+                "bytes written",
+                "log bytes",
                 "keys",
                 "records",
                 "seconds",
@@ -427,8 +433,9 @@ def render_compaction_history(runs: Sequence[CompactionRunRow]) -> str:
                 "time (UTC)",
                 "state",
                 "horizon",
-                "bytes before",
-                "bytes after",
+                "bytes read",
+                "bytes written",
+                "log bytes",
                 "keys",
                 "records",
                 "seconds",
@@ -452,7 +459,7 @@ def retention_bars(event: RetentionEvent) -> list[tuple[int, str, str]]:
         (
             sum(sizes),
             RULE_COLOURS.get(rule, UNLISTED_COLOUR),
-            f"{len(sizes)} segments, {sum(sizes)} bytes: {rule}",
+            f"{plural(len(sizes), 'segment')}, {plural(sum(sizes), 'byte')}: {rule}",
         )
         for rule, sizes in by_rule.items()
         if sizes
@@ -464,7 +471,8 @@ def retention_bars(event: RetentionEvent) -> list[tuple[int, str, str]]:
             (
                 unlisted,
                 UNLISTED_COLOUR,
-                f"{count} segments not listed, {unlisted} bytes: {', '.join(event.rules)}",
+                f"{plural(count, 'segment')} not listed, {plural(unlisted, 'byte')}: "
+                f"{', '.join(event.rules)}",
             )
         )
     return bars
@@ -518,7 +526,7 @@ def render_partition(partition: PartitionReport) -> str:
         f"log start offset {partition.log_start_offset}",
         f"log end offset {partition.log_end_offset}",
         format_bytes(partition.size_bytes),
-        f"{len(partition.segments)} segments",
+        plural(len(partition.segments), "segment"),
     ]
     if partition.cleaner_checkpoint is not None:
         facts.append(f"cleaner checkpoint {partition.cleaner_checkpoint}")
@@ -579,6 +587,6 @@ def render_report(report: Report) -> str:
         f'<p class="meta">Generated {esc(format_time(report.generated_ms))} UTC by seglog '
         f"{esc(__version__)}; data dirs opened {esc(mode)}.</p>"
         f"<h4>Data dirs</h4><ul>{dirs}</ul>"
-        f'<p class="meta">{len(report.topics)} topics: {esc(names)}</p>'
+        f'<p class="meta">{plural(len(report.topics), "topic")}: {esc(names)}</p>'
         f"{problems}{legend}" + "".join(render_topic(t) for t in report.topics) + "</body></html>\n"
     )

@@ -413,6 +413,11 @@ class LogManager:
         see :mod:`seglog.engine.topics`)."""
         return self._topic_ops.create_topic(name, partitions, configs)
 
+    def increase_partitions(self, name: str, count: int) -> TopicDescription:
+        """Raise a topic's partition count to ``count``, creating the new partitions (an
+        increase only, as Kafka; crash-safe: see :mod:`seglog.engine.topics`)."""
+        return self._topic_ops.increase_partitions(name, count)
+
     def delete_topic(self, name: str) -> list[Path]:
         """Delete a topic; returns the renamed ``-delete`` directories (removed later;
         crash-safe: see :mod:`seglog.engine.topics`)."""

@@ -17,6 +17,10 @@ Topic operations, each crash-safe by its order of steps:
   next start finishes 2 and 3; *after 3*: the ``-delete`` directories are removed at start
   (at once: no reader can hold them then; Kafka waits the delay there too).
 * **alter**: validate, then write the new overrides; logs use the new config at once.
+* **increase partitions** (Kafka's CreatePartitions; an increase only): 1. write the new
+  count into the metadata; 2. create the new partitions as *create* does. *Crash after 1*:
+  the next start creates them. A broker's topic (found on disk) keeps the count its cluster
+  owns. Keys spread over the new count at once (``murmur2(key) % partitions``), as in Kafka.
 
 Every metadata write raises the generation and rewrites every root's copy (atomically each),
 and forgets which topics' configs are known. A topic whose configs cannot be known is opened
@@ -48,6 +52,7 @@ from seglog.engine.topic_catalogue import (
 )
 from seglog.errors import (
     InvalidConfigError,
+    InvalidPartitionsError,
     InvalidTopicError,
     SeglogError,
     TopicExistsError,
@@ -57,6 +62,7 @@ from seglog.format.checkpoint import new_topic_id
 from seglog.format.topic_names import (
     PartitionDirKind,
     TopicPartition,
+    check_new_topic_name,
     delete_dir_name,
     partition_dir_name,
     validate_partition,
@@ -222,8 +228,9 @@ class Topics:
             directory.write_topics(self.file)
 
     def reconcile(self) -> None:
-        """At startup: finish the deletions a crash interrupted and create the partitions the
-        metadata lists but no root holds (a crash during creation)."""
+        """At startup: finish the deletions a crash interrupted, create the partitions the
+        metadata lists but no root holds and write a missing ``partition.metadata`` (a crash
+        during creation or a partition increase)."""
         for name, meta in list(self.file.topics.items()):
             if meta.deleting:
                 self.finish_delete(name, remove_now=True)  # no reader yet
@@ -231,8 +238,20 @@ class Topics:
             if meta.discovered:
                 continue  # a broker's topic: its partitions are those on disk
             for partition in range(meta.partitions):
-                if TopicPartition(name, partition) not in self._logs:
-                    self.create_partition(TopicPartition(name, partition), meta.topic_id)
+                tp = TopicPartition(name, partition)
+                log = self._logs.get(tp)
+                if log is None:
+                    self.create_partition(tp, meta.topic_id)
+                elif meta.topic_id and self._lacks_partition_metadata(log):
+                    # a crash between the directory's mkdir and its partition.metadata
+                    create_partition_dir(log.directory.parent, log.directory.name, meta.topic_id)
+
+    @staticmethod
+    def _lacks_partition_metadata(log: Log) -> bool:
+        try:
+            return read_partition_topic_id(log.directory) is None
+        except SeglogError:
+            return False  # damaged, not missing: verify reports it, nothing is overwritten
 
     # --- operations -----------------------------------------------------------------------------
     def create_topic(
@@ -247,8 +266,10 @@ class Topics:
                     f"topic {name!r}: partition count {partitions} is outside "
                     f"1..{MAX_PARTITIONS_PER_TOPIC}"
                 )
-            if name in self.topic_names():
+            existing = self.topic_names()
+            if name in existing:
                 raise TopicExistsError(f"topic {name!r} already exists")
+            check_new_topic_name(name, existing)  # internal names, '.'/'_' collisions
             overrides = dict(configs or {})
             self.log_config(name, overrides)  # validates: raises InvalidConfigError
             meta = TopicMetadata(name, partitions, new_topic_id(), overrides)
@@ -256,6 +277,40 @@ class Topics:
             self.write()  # step 1
             for partition in range(partitions):  # step 2
                 self.create_partition(TopicPartition(name, partition), meta.topic_id)
+            return self.describe_topic(name)
+
+    def increase_partitions(self, name: str, count: int) -> TopicDescription:
+        """Raise a topic's partition count to ``count`` (see the module docstring)."""
+        with self._lock:
+            self._check_writable()
+            check_not_metadata_topic(name, "add partitions to")
+            meta = self.file.topics.get(name)
+            if meta.discovered if meta is not None else bool(self.partitions_of(name)):
+                raise InvalidPartitionsError(
+                    f"topic {name!r} was written by a Kafka broker (found on disk): its "
+                    "partition count belongs to the cluster's metadata, so seglog does not "
+                    "change it; add partitions on the cluster (kafka-topics.sh --alter)"
+                )
+            if meta is None or meta.deleting:
+                raise UnknownTopicError(f"topic {name!r} does not exist")
+            current = meta.partitions
+            if count <= current:
+                raise InvalidPartitionsError(
+                    "The number of partitions for a topic can only be increased. Topic "
+                    f"{name} currently has {current} partition{'' if current == 1 else 's'}, "
+                    f"{count} would not be an increase."
+                )
+            if count > MAX_PARTITIONS_PER_TOPIC:
+                raise InvalidPartitionsError(
+                    f"topic {name!r}: partition count {count} is outside "
+                    f"1..{MAX_PARTITIONS_PER_TOPIC}"
+                )
+            meta.partitions = count
+            self.write()  # step 1
+            for partition in range(current, count):  # step 2
+                tp = TopicPartition(name, partition)
+                if tp not in self._logs:
+                    self.create_partition(tp, meta.topic_id)
             return self.describe_topic(name)
 
     def _partition_counts(self) -> list[int]:

@@ -10,6 +10,18 @@ Topic names follow ``org.apache.kafka.common.internals.Topic.validate``, checked
 A valid name therefore never holds ``/``, NUL, whitespace or a line break, and is never ``.`` or
 ``..``, so it is safe as a directory name. Partitions are int32 values in ``[0, 2**31 - 1]``.
 
+Creating a topic adds two of Kafka's rules (:func:`check_new_topic_name`):
+
+* **internal names**: ``__cluster_metadata`` (Kafka's controller answers "Creation of internal
+  topic __cluster_metadata is prohibited.") and ``__consumer_offsets``,
+  ``__transaction_state``, ``__share_group_state`` (a broker creates those itself, with its own
+  partition count and configs) are refused with that message: a hand-made one would stand in
+  the way of the broker's when the directory is handed to Kafka;
+* **collisions**: ``.`` and ``_`` are the same character in Kafka's metric names, so a topic
+  whose name equals an existing one after ``.`` -> ``_`` (``a.b`` beside ``a_b``) is refused:
+  "Topic 'a.b' collides with existing topic: a_b". A name holding either character gets
+  kafka-topics.sh's :data:`COLLISION_WARNING`.
+
 Partition directories in a log directory (``LocalLog.parseTopicPartitionName``)::
 
     {topic}-{partition}                      live log
@@ -33,6 +45,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple
@@ -45,6 +58,14 @@ MAX_PARTITION = (1 << 31) - 1
 # Kafka's internal topics (Topic.INTERNAL_TOPICS and the share-group state of Kafka 4): an
 # admin listing leaves them out unless asked, so Spark's subscribePattern never matches them.
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+CLUSTER_METADATA_TOPIC = "__cluster_metadata"
+#: Names a topic may never be created with (see the module docstring).
+RESERVED_TOPICS = INTERNAL_TOPICS | {CLUSTER_METADATA_TOPIC}
+#: What kafka-topics.sh prints when creating a name that holds ``.`` or ``_``.
+COLLISION_WARNING = (
+    "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore "
+    "('_') could collide. To avoid issues it is best to use either, but not both."
+)
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
 STRAY_DIR_SUFFIX = "-stray"
@@ -137,6 +158,50 @@ def is_valid_topic_name(name: str) -> bool:
     except InvalidTopicError:
         return False
     return True
+
+
+def has_collision_chars(name: str) -> bool:
+    """Whether ``name`` holds ``.`` or ``_`` (Kafka's ``Topic.hasCollisionChars``)."""
+    return "." in name or "_" in name
+
+
+def unify_collision_chars(name: str) -> str:
+    """``name`` with every ``.`` as ``_``: the form two colliding names share."""
+    return name.replace(".", "_")
+
+
+def colliding_topic(name: str, existing: Iterable[str]) -> str | None:
+    """The first (sorted) existing topic other than ``name`` that collides with it, or None."""
+    if not has_collision_chars(name):
+        return None
+    unified = unify_collision_chars(name)
+    return next(
+        (
+            other
+            for other in sorted(existing)
+            if other != name and unify_collision_chars(other) == unified
+        ),
+        None,
+    )
+
+
+def check_new_topic_name(name: str, existing: Iterable[str]) -> None:
+    """Raise :class:`InvalidTopicError` unless a topic ``name`` may be created beside the
+    ``existing`` ones: Kafka's name rules, then its internal-name and collision rules."""
+    validate_topic_name(name)
+    if name in RESERVED_TOPICS:
+        owner = (
+            "it is the KRaft metadata log, owned by the controller quorum"
+            if name == CLUSTER_METADATA_TOPIC
+            else "a Kafka broker creates it itself, with its own partition count and configs"
+        )
+        raise InvalidTopicError(f"Creation of internal topic {name} is prohibited ({owner}).")
+    other = colliding_topic(name, existing)
+    if other is not None:
+        raise InvalidTopicError(
+            f"Topic '{name}' collides with existing topic: {other} (Kafka's metric names "
+            "spell '.' and '_' alike)"
+        )
 
 
 def validate_partition(partition: int) -> None:

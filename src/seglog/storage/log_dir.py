@@ -183,9 +183,15 @@ class CleanerHistory:
     JSON object with at least ``round_ms`` (the round's clock time, the one its delete
     horizons and expiries used) and ``end_offset``; the rest are the round's figures.
     seglog's own file (Kafka keeps no such history): ``seglog verify`` reads the last round's
-    time, reports and ``seglog cleaner status`` read the figures."""
+    time, reports and ``seglog cleaner status`` read the figures.
+
+    ``uncleanable`` (key absent when empty): per partition the last pass's failure that marked
+    it uncleanable, ``{"reason": text, "uncleanable_bytes": n, "time_ms": t}``, removed by its
+    next successful round; so ``cleaner status`` in another process shows what ``clean
+    --once`` reported."""
 
     partitions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    uncleanable: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def add(self, name: str, entry: dict[str, Any]) -> None:
         """Append a round for partition ``name``, keeping the newest rounds only."""
@@ -195,7 +201,9 @@ class CleanerHistory:
 
     def encode(self) -> bytes:
         """Canonical JSON bytes."""
-        body = {"version": CLEANER_HISTORY_VERSION, "partitions": self.partitions}
+        body: dict[str, Any] = {"version": CLEANER_HISTORY_VERSION, "partitions": self.partitions}
+        if self.uncleanable:
+            body["uncleanable"] = self.uncleanable
         return (json.dumps(body, sort_keys=True) + "\n").encode()
 
     @classmethod
@@ -216,9 +224,21 @@ class CleanerHistory:
                     for r in rounds
                 ):
                     raise ValueError(f"partition {name!r}: rounds need round_ms and end_offset")
+            marks = body.get("uncleanable", {})
+            if not isinstance(marks, dict) or not all(
+                isinstance(m, dict)
+                and isinstance(m.get("reason"), str)
+                and isinstance(m.get("uncleanable_bytes"), int)
+                and isinstance(m.get("time_ms"), int)
+                for m in marks.values()
+            ):
+                raise ValueError("uncleanable marks need reason, uncleanable_bytes and time_ms")
         except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
             raise CorruptCheckpointError(f"unreadable cleaner history: {exc}", path=path) from exc
-        return cls({str(k): list(v) for k, v in partitions.items()})
+        return cls(
+            {str(k): list(v) for k, v in partitions.items()},
+            {str(k): dict(v) for k, v in marks.items()},
+        )
 
 
 PROC_LOCKS = "/proc/locks"

@@ -50,7 +50,7 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -230,6 +230,32 @@ class CleanerManager:
         until then (see the module docstring)."""
         with self._cond:
             self._uncleanable[tp] = Uncleanable(reason, uncleanable_bytes, retry_after_ms)
+            mark = {"reason": reason, "uncleanable_bytes": uncleanable_bytes}
+            self._record_mark(tp, {**mark, "time_ms": self.clock.now_ms()})
+
+    def _record_mark(self, tp: TopicPartition, mark: dict[str, Any]) -> None:
+        """Persist ``tp``'s uncleanable mark in the cleaner history (removed by its next
+        round). A failed write is ignored: a figure, and a full disk may be the mark's reason."""
+        log = self._logs().get(tp)
+        if self.writable and log is not None:
+            root = self._root_of(log)
+            history = root.read_cleaner_history()
+            history.uncleanable[str(tp)] = mark
+            with suppress(OSError, SeglogError):
+                root.write_cleaner_history(history)
+
+    def uncleanable_status(self) -> dict[TopicPartition, Uncleanable]:
+        """This process's marks, and those the last pass of another process recorded (for
+        ``cleaner status``; a new pass retries the recorded ones, as a restarted broker)."""
+        live = self._logs()
+        out: dict[TopicPartition, Uncleanable] = {}
+        for root in self._roots.values():
+            for name, mark in root.read_cleaner_history().uncleanable.items():
+                tp = next((t for t in live if str(t) == name), None)
+                if tp is not None:
+                    out[tp] = Uncleanable(mark["reason"], mark["uncleanable_bytes"])
+        out.update(self.uncleanable())
+        return out
 
     def mark_failed(
         self, tp: TopicPartition, reason: str, uncleanable_bytes: int, exc: BaseException
@@ -437,7 +463,8 @@ class CleanerManager:
             if self.writable:
                 for root in self._roots.values():
                     history = root.read_cleaner_history()
-                    if history.partitions.pop(str(tp), None) is not None:
+                    found = history.partitions.pop(str(tp), None) is not None
+                    if history.uncleanable.pop(str(tp), None) is not None or found:
                         root.write_cleaner_history(history)
         self.update_checkpoint(tp, None, None)
 
@@ -449,6 +476,7 @@ class CleanerManager:
             root = self._root_of(log)
             history = root.read_cleaner_history()
             history.add(str(tp), entry)
+            history.uncleanable.pop(str(tp), None)  # cleaned: no longer uncleanable
             root.write_cleaner_history(history)
 
     def rounds(self, tp: TopicPartition) -> list[dict[str, Any]]:

@@ -96,7 +96,9 @@ class CleanerRound:
     time_ms: int
     first_dirty_offset: int
     end_offset: int
-    size_before_bytes: int
+    bytes_read: int  # the cleaned section, as clean --once prints it (Kafka's start size)
+    bytes_written: int  # what the section became (Kafka's end size)
+    size_before_bytes: int  # the whole log, active segment included
     size_after_bytes: int
     keys: int
     messages_read: int
@@ -222,6 +224,8 @@ def _cleaner_round(entry: Mapping[str, Any]) -> CleanerRound:
         time_ms=_int(entry, "round_ms"),
         first_dirty_offset=_int(entry, "first_dirty_offset"),
         end_offset=_int(entry, "end_offset"),
+        bytes_read=_int(entry, "bytes_read"),
+        bytes_written=_int(entry, "bytes_written"),
         size_before_bytes=_int(entry, "size_before_bytes"),
         size_after_bytes=_int(entry, "size_after_bytes"),
         keys=_int(entry, "map_keys"),
