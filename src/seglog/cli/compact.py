@@ -67,6 +67,7 @@ from seglog.cli.common import (
     topic_name,
 )
 from seglog.cli.progress import ProgressBar
+from seglog.cli.text import plural
 from seglog.engine.compaction.compactor import CompactionRun, CompactionRunningError
 from seglog.errors import SeglogError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition
@@ -134,10 +135,6 @@ def _usage_error(parser: argparse.ArgumentParser, message: str) -> int:
     parser.print_usage(sys.stderr)
     print(f"{parser.prog}: error: {message}", file=sys.stderr)
     return EXIT_USAGE
-
-
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def _horizon(value: object) -> str:
@@ -212,9 +209,9 @@ def outcome_lines(outcome: CompactOutcome) -> list[str]:
     lines = [
         f"{tp}: horizon {_horizon(run.previous_horizon)} -> {_horizon(run.horizon)}; "
         f"records read {run.records_read}, kept {run.records_kept}, removed "
-        f"{run.records_removed}; {_plural(run.keys, 'key')}; bytes read {run.bytes_read}, "
+        f"{run.records_removed}; {plural(run.keys, 'key')}; bytes read {run.bytes_read}, "
         f"written {run.bytes_written}; copy {run.copy_bytes} bytes in "
-        f"{_plural(run.segments, 'segment')}; {run.duration_s:.3f} s"
+        f"{plural(run.segments, 'segment')}; {run.duration_s:.3f} s"
     ]
     if run.is_partial:
         lines.append(f"{tp}: {outcome.message or 'partial run'}")
@@ -225,7 +222,7 @@ def compact_summary(outcomes: list[CompactOutcome], interrupted: bool) -> str:
     """The last line of ``compact``."""
     done = [o for o in outcomes if o.run is not None]
     noop = sum(1 for o in done if o.run is not None and o.run.is_noop)
-    line = f"Compacted {_plural(len(done) - noop, 'partition')}"
+    line = f"Compacted {plural(len(done) - noop, 'partition')}"
     if noop:
         line += f"; {noop} had nothing new"
     failed = len(outcomes) - len(done)

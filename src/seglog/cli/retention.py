@@ -62,6 +62,7 @@ from seglog.cli.common import (
     open_manager,
     print_table,
 )
+from seglog.cli.text import plural
 from seglog.core.retention import RetentionPlan
 from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN
 from seglog.format.topic_names import TopicPartition
@@ -109,10 +110,6 @@ def _usage_error(parser: argparse.ArgumentParser, message: str) -> int:
     return EXIT_USAGE
 
 
-def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
-
-
 def summary_line(
     results: list[tuple[TopicPartition, RetentionPlan]],
     *,
@@ -123,9 +120,7 @@ def summary_line(
     some deleted segment's files wait as ``*.deleted``, i.e. its ``file.delete.delay.ms`` > 0)."""
     segments = sum(len(plan.deletions) for _, plan in results)
     size = sum(plan.size_bytes for _, plan in results)
-    what = (
-        f"{_plural(segments, 'segment')} ({size} bytes) from {_plural(len(results), 'partition')}"
-    )
+    what = f"{plural(segments, 'segment')} ({size} bytes) from {plural(len(results), 'partition')}"
     if dry_run:
         return f"Would delete {what}; nothing was changed (--dry-run)."
     if segments == 0 or not files_left:

@@ -50,6 +50,7 @@ from seglog.cli.common import (
     open_manager,
     topic_name,
 )
+from seglog.cli.text import plural
 from seglog.engine.inspect.verify import VerifyProblem, VerifyReport, verify_log
 from seglog.engine.log import Log
 from seglog.errors import UnknownTopicError
@@ -161,10 +162,6 @@ def _or_dash(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
-def _plural(count: int, word: str, words: str | None = None) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {words or word + 's'}"
-
-
 def problem_line(problem: VerifyProblem) -> str:
     """One problem as text: kind, file, position, offset, message."""
     return (
@@ -177,9 +174,9 @@ def partition_lines(result: PartitionResult) -> list[str]:
     """The human report of one partition."""
     report = result.report
     checked = (
-        f"{_plural(report.segments_checked, 'segment')}, "
-        f"{_plural(report.batches_checked, 'batch', 'batches')}, "
-        f"{_plural(report.records_checked, 'record')}, {report.bytes_checked} bytes"
+        f"{plural(report.segments_checked, 'segment')}, "
+        f"{plural(report.batches_checked, 'batch', 'batches')}, "
+        f"{plural(report.records_checked, 'record')}, {report.bytes_checked} bytes"
     )
     if result.is_compacted:
         checked += (
@@ -191,7 +188,7 @@ def partition_lines(result: PartitionResult) -> list[str]:
     if report.ok:
         return [f"{name}: OK ({checked})"]
     found = len(report.problems) + report.problems_omitted
-    lines = [f"{name}: {_plural(found, 'problem')} ({checked})"]
+    lines = [f"{name}: {plural(found, 'problem')} ({checked})"]
     lines += [problem_line(p) for p in report.problems]
     if report.problems_omitted:
         lines.append(f"  ... and {report.problems_omitted} more, not listed")
@@ -201,13 +198,13 @@ def partition_lines(result: PartitionResult) -> list[str]:
 def summary_line(topic: str, results: list[PartitionResult]) -> str:
     """The last line: how many partitions were checked and how many have problems."""
     bad = [r for r in results if not r.report.ok]
-    checked = _plural(len(results), "partition")
+    checked = plural(len(results), "partition")
     if not bad:
         return f"Verified {checked} of topic {topic}: all OK."
     problems = sum(len(r.report.problems) + r.report.problems_omitted for r in bad)
     return (
-        f"Verified {checked} of topic {topic}: {_plural(problems, 'problem')} in "
-        f"{_plural(len(bad), 'partition')}."
+        f"Verified {checked} of topic {topic}: {plural(problems, 'problem')} in "
+        f"{plural(len(bad), 'partition')}."
     )
 
 
