@@ -39,8 +39,8 @@ def records_of(data: Path, topic: str) -> dict[int, list[Any]]:
 
 
 def staging_is_empty(data: Path) -> bool:
-    root = default_staging_root([data])
-    return not root.exists() or os.listdir(root) == []
+    """Nothing staged is left, not even an empty ``*.seglog-staging`` directory."""
+    return not default_staging_root([data]).exists()
 
 
 def writer(df: Any, data: Path, **options: str) -> Any:

@@ -213,6 +213,8 @@ class SeglogStreamWriter(DataSourceStreamArrowWriter):
             last = last_committed(manager.broker.log_dirs, query)
             if last is not None and batchId <= last:
                 self.replayed = True
+                for m in staged:
+                    remove_job(root / m.job)
                 _remove_dead_jobs(root, query, batchId, keep=set())
                 return
             _remove_dead_jobs(root, query, batchId, keep={m.job for m in staged})
