@@ -7,7 +7,6 @@ Every test writes with a real Spark job into real log directories and checks the
 from __future__ import annotations
 
 import datetime as dt
-import os
 from pathlib import Path
 from typing import Any
 

@@ -6,7 +6,6 @@ every staged record in the log exactly once, in task order.
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
 import sys
