@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -24,6 +25,8 @@ from seglog.engine.log_manager import open_log_dirs
 from seglog.spark.staging import default_staging_root
 from seglog.spark.stream_ledger import read_ledger
 from seglog.spark.stream_sink import TEST_KILL_ENV
+
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def make_data_dir(tmp_path: Path) -> Path:
@@ -69,15 +72,16 @@ def test_available_now_two_micro_batches_land_once(spark: Any, tmp_path: Path) -
             ),
         )
     )
-    query = (
-        df.writeStream.format("seglog")
-        .option("path", str(data))
-        .option("topic", "out")
-        .option("checkpointLocation", str(tmp_path / "ck"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
+    # the README's example, as written
+    section = README.read_text().split("### Streaming writes, exactly once", 1)[1]
+    (example,) = re.findall(r"```text\n(.*?)```", section, re.S)[:1]
+    namespace: dict[str, Any] = {
+        "events": df,
+        "data": str(data),
+        "checkpoint": str(tmp_path / "ck"),
+    }
+    exec(compile(example, str(README), "exec"), namespace)
+    query = namespace["query"]
     assert query.exception() is None
     batches = [p["batchId"] for p in query.recentProgress if p["numInputRows"] > 0]
     assert batches == [0, 1]
