@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -18,7 +19,7 @@ from pyspark import TaskContext
 from pyspark.sql.types import StringType, StructField, StructType
 
 from seglog.engine.log_manager import open_log_dirs
-from seglog.errors import CorruptCheckpointError, SparkOptionError
+from seglog.errors import CorruptCheckpointError, RecordTooLargeError, SparkOptionError
 from seglog.spark.sink import make_writer
 from seglog.spark.staging import default_staging_root
 from seglog.spark.stream_ledger import last_committed, ledger_path
@@ -36,6 +37,7 @@ def make_data_dir(tmp_path: Path) -> Path:
     data = tmp_path / "data"
     with open_log_dirs([data]) as manager:
         manager.create_topic("out", 3)
+        manager.create_topic("small", 1, configs={"max.message.bytes": "200"})
     return data
 
 
@@ -130,7 +132,7 @@ def test_empty_micro_batch_leaves_nothing(tmp_path: Path) -> None:
     assert values_in_log(data) == []
 
 
-def test_abort_removes_staged_data(tmp_path: Path) -> None:
+def test_abort_and_failed_tasks_remove_staged_data(tmp_path: Path) -> None:
     data = make_data_dir(tmp_path)
     writer = new_writer(data, tmp_path)
     messages = stage(writer, rows(0), 0)
@@ -138,6 +140,11 @@ def test_abort_removes_staged_data(tmp_path: Path) -> None:
     writer.abort([messages[1]], 0)
     assert not default_staging_root([data]).exists()
     assert values_in_log(data) == []
+    # a task that fails (a record too large for the topic) leaves nothing staged
+    small = make_stream_writer({"path": str(data), "topic": "small"}, SCHEMA, False)
+    with pytest.raises(RecordTooLargeError, match="append to small-0"):
+        stage(small, [[("k", "ok"), ("k", "x" * 500)]], 0)
+    assert not default_staging_root([data]).exists()
 
 
 KILL_SCRIPT = textwrap.dedent(
@@ -176,22 +183,34 @@ def test_commit_killed_mid_append_is_completed_before_the_replay(tmp_path: Path)
     assert not default_staging_root([data]).exists()
 
 
+def outcome(make: Any, options: dict[str, str]) -> str:
+    """What a sink makes of the options: "ok" or the error's type and message."""
+    try:
+        writer = make(options, SCHEMA, False)
+    except Exception as exc:  # compared with the other sink, not swallowed
+        return f"{type(exc).__name__}: {exc}"
+    if hasattr(writer, "job_dir"):
+        writer.abort([None])  # the batch sink stages from planning on
+    return "ok"
+
+
 def test_options_are_checked_as_the_batch_sink_checks_them(tmp_path: Path) -> None:
     data = make_data_dir(tmp_path)
-    bad = [
+    cases = [
         {"path": str(data), "topic": " "},
         {"path": str(data), "topic": "out", "commitLockWaitMs": "soon"},
         {"path": str(data), "topic": "nope"},
         {"path": str(data)},
         {"topic": "out"},
+        {"path": str(data), "topic": "out", "stagingDirr": str(tmp_path / "s")},  # a typo
+        {"path": str(data), "topic": "out", "kafka.acks": "all"},
     ]
-    for options in bad:
-        with pytest.raises(Exception) as batch_error:
-            make_writer(options, SCHEMA, False)
-        with pytest.raises(Exception) as stream_error:
-            make_stream_writer(options, SCHEMA, False)
-        assert type(stream_error.value) is type(batch_error.value)
-        assert str(stream_error.value) == str(batch_error.value)
+    for options in cases:
+        assert outcome(make_stream_writer, options) == outcome(make_writer, options), options
+        # Spark adds the query's checkpointLocation to the options: never an error
+        with_checkpoint = {**options, "checkpointLocation": str(tmp_path / "ck")}
+        assert outcome(make_stream_writer, with_checkpoint) == outcome(make_writer, options)
+    assert not default_staging_root([data]).exists()
     with pytest.raises(SparkOptionError, match="outputMode"):
         make_stream_writer({"path": str(data), "topic": "out"}, SCHEMA, True)
 

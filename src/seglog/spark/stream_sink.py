@@ -85,6 +85,7 @@ if TYPE_CHECKING:
 STREAM_JOB_PREFIX = "stream-"
 QUERY_ID_PROPERTY = "sql.streaming.queryId"
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
+CHECKPOINT_OPTION = "checkpointlocation"
 #: Test hook: ``<point>@<batch id>@<marker file>@<process group>``; at that point of that
 #: micro-batch the process writes the marker and SIGKILLs the process group (a killed query).
 TEST_KILL_ENV = "SEGLOG_SPARK_STREAM_TEST_KILL"
@@ -171,9 +172,13 @@ class SeglogStreamWriter(DataSourceStreamArrowWriter):
         )
         encoder.job_name, encoder.staging_root = name, root
         encoder.log_dirs = self.options.log_dirs
-        for record_batch in iterator:
-            encoder.add(record_batch)
-        files = encoder.finish()
+        try:
+            for record_batch in iterator:
+                encoder.add(record_batch)
+            files = encoder.finish()
+        except BaseException:
+            remove_job(job_dir)  # a failed task leaves nothing staged
+            raise
         _kill_for_test("write", batch_id)
         return SeglogStreamCommitMessage(
             task_partition, attempt, query_id, batch_id, name if job_dir.exists() else "", files
@@ -295,9 +300,11 @@ def make_stream_writer(
             "seglog logs are append-only: use outputMode('append') or 'update' (complete "
             "mode would have to delete records, which a Kafka log cannot do)"
         )
-    parsed, columns, plans = prepare_sink(options, schema)
-    lowered = {k.lower(): v for k, v in options.items()}
-    checkpoint = lowered.get("checkpointlocation")
+    # Spark hands the query's checkpointLocation to the sink among its options; the rest are
+    # the batch sink's options, checked by the same code
+    sink_options = {k: v for k, v in options.items() if k.lower() != CHECKPOINT_OPTION}
+    parsed, columns, plans = prepare_sink(sink_options, schema)
+    checkpoint = next((v for k, v in options.items() if k.lower() == CHECKPOINT_OPTION), None)
     if checkpoint:
         checkpoint = os.path.realpath(checkpoint) if "://" not in checkpoint else checkpoint
     return SeglogStreamWriter(parsed, columns, plans, checkpoint or None)
