@@ -6,7 +6,6 @@ every staged record in the log exactly once, in task order.
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
 import sys
@@ -113,6 +112,7 @@ def test_commit_appends_in_task_order_and_removes_staging(tmp_path: Path) -> Non
     writer.commit(list(messages))
     assert log_records(data, "a") == {p: expected.get(p, []) for p in range(3)}
     assert not Path(writer.job_dir).exists()
+    assert not default_staging_root([data]).exists()  # no empty *.seglog-staging left
     report = writer.last_report
     assert report is not None and report.records == 150
     # each task's records of a partition follow the previous task's
@@ -128,6 +128,7 @@ def test_abort_removes_the_job_directory(tmp_path: Path) -> None:
     assert Path(writer.job_dir).is_dir()
     writer.abort([None])
     assert not Path(writer.job_dir).exists()
+    assert not default_staging_root([data]).exists()
     assert log_records(data, "a") == {0: [], 1: [], 2: []}
 
 
@@ -292,4 +293,4 @@ def test_next_commit_recovers_an_interrupted_one_first(tmp_path: Path) -> None:
     second.commit(list(second_messages))
     assert log_records(data, "a") == {p: expected.get(p, []) for p in range(3)}
     assert not Path(first.job_dir).exists() and not Path(second.job_dir).exists()
-    assert os.listdir(default_staging_root([data])) == []
+    assert not default_staging_root([data]).exists()  # removed once empty

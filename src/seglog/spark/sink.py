@@ -669,6 +669,21 @@ def _task_identity() -> tuple[int, str]:
     return context.partitionId(), str(context.taskAttemptId())
 
 
+def prepare_sink(
+    options: Mapping[str, str], schema: StructType
+) -> tuple[SinkOptions, InputColumns, dict[str, TopicPlan]]:
+    """Options, columns and topics checked (shared with the streaming sink)."""
+    parsed = parse_sink_options(options)
+    columns = check_input_schema(schema, topic_option=parsed.topic)
+    plans = topic_plans(parsed.log_dirs)
+    if parsed.topic is not None and parsed.topic not in plans:
+        raise UnknownTopicError(
+            f"topic {parsed.topic!r} does not exist in {', '.join(parsed.log_dirs)} (the sink "
+            "creates no topics: create it first, e.g. `seglog topics create`)"
+        )
+    return parsed, columns, plans
+
+
 def make_writer(
     options: Mapping[str, str], schema: StructType, overwrite: bool
 ) -> DataSourceArrowWriter:
@@ -682,14 +697,7 @@ def make_writer(
             "seglog logs are append-only: use .mode('append') (overwrite would have to delete "
             "records, which a Kafka log cannot do)"
         )
-    parsed = parse_sink_options(options)
-    columns = check_input_schema(schema, topic_option=parsed.topic)
-    plans = topic_plans(parsed.log_dirs)
-    if parsed.topic is not None and parsed.topic not in plans:
-        raise UnknownTopicError(
-            f"topic {parsed.topic!r} does not exist in {', '.join(parsed.log_dirs)} (the sink "
-            "creates no topics: create it first, e.g. `seglog topics create`)"
-        )
+    parsed, columns, plans = prepare_sink(options, schema)
     job_dir = create_job(
         Path(parsed.staging_root), uuid.uuid4().hex, parsed.log_dirs, int(time.time() * 1000)
     )

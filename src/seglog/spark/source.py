@@ -4,7 +4,8 @@
 the partition logs under ``DIR`` with **Spark's Kafka source schema and options**
 (:mod:`seglog.spark.schema`, :mod:`seglog.spark.options`); ``readStream`` does the same as a
 Structured Streaming source (:mod:`seglog.spark.streaming`); ``write`` delegates to the sink
-(:mod:`seglog.spark.sink`).
+(:mod:`seglog.spark.sink`), ``writeStream`` to the streaming sink
+(:mod:`seglog.spark.stream_sink`).
 
 Where each step runs: ``schema()`` and ``reader()`` in Spark's planner
 Python workers; :meth:`SeglogBatchReader.pushFilters` and :meth:`~SeglogBatchReader.partitions`
@@ -83,7 +84,11 @@ from seglog.spark.schema import read_schema_ddl
 from seglog.spark.streaming import SeglogStreamReader
 
 if TYPE_CHECKING:
-    from pyspark.sql.datasource import DataSourceStreamReader, DataSourceWriter
+    from pyspark.sql.datasource import (
+        DataSourceStreamReader,
+        DataSourceStreamWriter,
+        DataSourceWriter,
+    )
     from pyspark.sql.types import StructType
 
 NEVER_NULL_COLUMNS = frozenset({"topic", "partition", "offset", "timestamp", "timestampType"})
@@ -160,6 +165,12 @@ class SeglogDataSource(DataSource):
 
         writer: DataSourceWriter = make_writer(dict(self.options), schema, overwrite)
         return writer
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:  # noqa: N802
+        """The Structured Streaming sink (:mod:`seglog.spark.stream_sink`)."""
+        from seglog.spark.stream_sink import make_stream_writer
+
+        return make_stream_writer(dict(self.options), schema, overwrite)
 
 
 def _timestamp_us(value: object) -> int | None:

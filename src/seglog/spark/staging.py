@@ -9,6 +9,7 @@ log directory holding a sub-directory whose name is not ``topic-partition``)::
         task-<spark partition:05d>-<attempt>/
             <topic>-<partition>.batches      Kafka v2 record batches, concatenated
         commit.json                          the commit journal (written at commit step 3)
+                                             (+ "stream": a streaming sink's micro-batch)
         done/<topic>-<partition>             per partition, after its records are durable
         committed                            every partition is done
 
@@ -39,8 +40,11 @@ holding every root's ``.lock``), each step with what recovery does if the proces
    may stamp LogAppendTime, both in the header), then appends only the rest. So a batch is
    never appended twice and never lost, whether the crash came before, during (a torn append
    is truncated by log recovery at open) or after an append.
-5. Write ``committed``, then remove the job directory. *Crash between*: recovery sees
-   ``committed`` and only removes the directory.
+5. A streaming sink's journal carries its query id and micro-batch id: record them in the
+   data directory's ledger (:mod:`seglog.spark.stream_ledger`). *Crash before*: recovery
+   re-applies the journal (step 4 appends nothing) and records them. Then write
+   ``committed`` and remove the job directory, and the staging root with it when it is left
+   empty. *Crash between*: recovery sees ``committed`` and only removes the directory.
 
 A commit that fails in step 4 with an exception (an I/O error: disk full) keeps its journal;
 ``abort`` leaves such a job directory alone and the next commit on the data directory (or
@@ -51,6 +55,7 @@ records, and Kafka has no way to retract records either.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -71,6 +76,7 @@ from seglog.errors import (
 from seglog.format.batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from seglog.format.crc import crc32c_fast
 from seglog.format.topic_names import TopicPartition
+from seglog.spark.stream_ledger import StreamMark, record_commit
 from seglog.storage.atomic import fsync_directory, write_file_atomically
 
 STAGING_SUFFIX = ".seglog-staging"
@@ -80,6 +86,7 @@ DONE_DIR = "done"
 COMMITTED_FILE = "committed"
 BATCHES_SUFFIX = ".batches"
 FORMAT_VERSION = 1
+CREATE_ATTEMPTS = 5
 ORPHAN_JOB_AGE_MS = 7 * 24 * 3600 * 1000  # a job dir with no journal, untouched this long
 JOURNAL_BYTES_MAX = 64 * 1024 * 1024
 BATCH_BYTES_MAX = 256 * 1024 * 1024  # a staged batch larger than this is corrupt
@@ -156,10 +163,11 @@ class Journal:
     log_dirs: tuple[str, ...]
     created_ms: int
     entries: tuple[JournalEntry, ...]
+    stream: StreamMark | None = None  # a streaming sink's micro-batch
 
     def encode(self) -> bytes:
         """Canonical JSON."""
-        body = {
+        body: dict[str, Any] = {
             "version": FORMAT_VERSION,
             "job_id": self.job_id,
             "log_dirs": list(self.log_dirs),
@@ -174,6 +182,8 @@ class Journal:
                 for e in self.entries
             ],
         }
+        if self.stream is not None:
+            body["stream"] = self.stream.to_json()
         return (json.dumps(body, indent=1, sort_keys=True) + "\n").encode()
 
     @classmethod
@@ -192,11 +202,13 @@ class Journal:
                 )
                 for e in body["entries"]
             )
+            stream = body.get("stream")
             return cls(
                 str(body["job_id"]),
                 tuple(str(d) for d in body["log_dirs"]),
                 int(body["created_ms"]),
                 entries,
+                None if stream is None else StreamMark.from_json(stream),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise StagedCommitError(f"{path}: unreadable commit journal: {exc}") from exc
@@ -211,7 +223,13 @@ def same_log_dirs(a: Sequence[str | Path], b: Sequence[str | Path]) -> bool:
 def create_job(staging_root: Path, job_id: str, log_dirs: Sequence[str], now_ms: int) -> Path:
     """Create ``<staging root>/<job id>/job.json``; returns the job directory."""
     job_dir = staging_root / job_id
-    job_dir.mkdir(parents=True, exist_ok=False)
+    for attempt in range(CREATE_ATTEMPTS):
+        try:
+            job_dir.mkdir(parents=True, exist_ok=False)
+            break
+        except FileNotFoundError:  # another commit removed the empty root just now
+            if attempt == CREATE_ATTEMPTS - 1:
+                raise
     body = {
         "version": FORMAT_VERSION,
         "job_id": job_id,
@@ -229,8 +247,11 @@ def has_journal(job_dir: Path) -> bool:
 
 
 def remove_job(job_dir: Path) -> None:
-    """Remove a job directory wholesale (missing is fine)."""
+    """Remove a job directory wholesale (missing is fine), and the staging root if that
+    leaves it empty (a concurrent :func:`create_job` retries when it loses that race)."""
     shutil.rmtree(job_dir, ignore_errors=True)
+    with contextlib.suppress(OSError):  # not empty (another job) or already gone
+        job_dir.parent.rmdir()
 
 
 # --- staged batch files -----------------------------------------------------------------------
@@ -317,8 +338,10 @@ def commit_job(
     *,
     now_ms: int,
     after_partition: PartitionHook | None = None,
+    stream: StreamMark | None = None,
 ) -> CommitReport:
-    """Steps 2-5 of the module docstring for one job (step 1 is :func:`recover_jobs`)."""
+    """Steps 2-5 of the module docstring for one job (step 1 is :func:`recover_jobs`);
+    ``stream`` names a streaming sink's micro-batch, recorded in the ledger in step 5."""
     by_tp: dict[TopicPartition, list[StagedFile]] = {}
     for item in staged:
         by_tp.setdefault(TopicPartition(item.topic, item.partition), []).append(item)
@@ -351,6 +374,7 @@ def commit_job(
         log_dirs=tuple(str(d) for d in job["log_dirs"]),
         created_ms=now_ms,
         entries=tuple(entries),
+        stream=stream,
     )
     write_file_atomically(job_dir / JOURNAL_FILE, journal.encode())
     return apply_journal(manager, job_dir, journal, after_partition=after_partition)
@@ -427,6 +451,13 @@ def apply_journal(
         write_file_atomically(marker, f"{log.log_end_offset}\n".encode())
         if after_partition is not None:
             after_partition(tp)
+    if journal.stream is not None:
+        record_commit(
+            manager.broker.log_dirs,
+            journal.stream,
+            job_id=journal.job_id,
+            now_ms=int(time.time() * 1000),
+        )
     write_file_atomically(job_dir / COMMITTED_FILE, b"committed\n")
     remove_job(job_dir)
     return report
