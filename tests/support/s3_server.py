@@ -46,3 +46,19 @@ def fresh_bucket(endpoint: str) -> str:
     name = f"seglog-{uuid.uuid4().hex[:12]}"
     boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=name)
     return name
+
+
+def upload_tree(endpoint: str, bucket: str, prefix: str, local: object) -> str:
+    """Upload every file below the local directory ``local`` to ``s3://bucket/prefix/``;
+    returns that URI."""
+    from pathlib import Path
+
+    import boto3
+
+    client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    root = Path(str(local))
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            key = f"{prefix}/{path.relative_to(root).as_posix()}"
+            client.upload_file(str(path), bucket, key)
+    return f"s3://{bucket}/{prefix}"

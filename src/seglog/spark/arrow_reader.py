@@ -54,7 +54,7 @@ from seglog.format.columnar import RecordColumns, scan_columns
 from seglog.format.reader import EndKind
 from seglog.format.varint import decode_varint
 from seglog.spark.schema import HEADER_ARROW_TYPE, arrow_read_schema
-from seglog.storage.remote_copy_store import CopyTarget
+from seglog.storage.remote_copy_store import CopyTarget, S3Settings
 
 READ_BYTES_DEFAULT = 8 * 1024 * 1024
 BATCH_ROWS_DEFAULT = 10_000
@@ -77,6 +77,7 @@ class RangeRequest:
     read_compacted: bool = False
     fail_on_data_loss: bool = True
     copy_target: CopyTarget | None = None  # the compacted copy is in object storage
+    s3: S3Settings | None = None  # the log directories are in object storage
 
 
 def read_range(
@@ -92,7 +93,12 @@ def read_range(
     if broker is None:
         from seglog.spark.options import broker_config_of
 
-        broker = broker_config_of(request.log_dirs, request.config_path)
+        broker = broker_config_of(
+            request.log_dirs,
+            request.config_path,
+            s3=request.s3,
+            wanted=lambda t, p: t == request.topic and p == request.partition,
+        )
     name = f"{request.topic}-{request.partition}"
     try:
         log = open_partition_log(broker, request.topic, request.partition)

@@ -57,7 +57,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -67,6 +67,8 @@ from seglog.errors import InvalidConfigError, SparkOptionError
 from seglog.format.properties import parse_properties
 from seglog.format.topic_names import INTERNAL_TOPICS
 from seglog.storage.files import read_file_bytes
+from seglog.storage.log_dir_mirror import mirror, partition_filter
+from seglog.storage.object_store import ObjectLocation, is_remote, local_path_of
 from seglog.storage.remote_copy_store import CopyTarget, S3Settings
 
 EARLIEST = -2
@@ -178,14 +180,53 @@ class SourceOptions:
     starting_timestamp_strategy_latest: bool = False
     ignored: tuple[str, ...] = field(default=(), compare=False)
     compacted_copy: CopyTarget | None = None  # readCompacted from a copy in object storage
+    s3: S3Settings = field(default_factory=S3Settings)  # for log directories in object storage
 
     def broker_config(self) -> BrokerConfig:
-        """The broker config the logs are opened with (server.properties, then ``path``)."""
-        return broker_config_of(self.log_dirs, self.config_path)
+        """The broker config the logs are opened with (server.properties, then ``path``);
+        log directories in object storage are mirrored for the topics the query reads."""
+        strategy = self.strategy
+        if strategy.kind is StrategyKind.ASSIGN:
+            chosen = set(strategy.partitions)
+            return broker_config_of(
+                self.log_dirs, self.config_path, s3=self.s3, wanted=lambda t, p: (t, p) in chosen
+            )
+        return broker_config_of(
+            self.log_dirs, self.config_path, s3=self.s3, wanted=lambda t, _: strategy.matches(t)
+        )
 
 
-def broker_config_of(log_dirs: tuple[str, ...], config_path: str | None) -> BrokerConfig:
-    """BrokerConfig from an optional ``server.properties`` and log dirs (which replace its)."""
+def local_log_dirs(
+    log_dirs: Sequence[str],
+    s3: S3Settings | None = None,
+    wanted: Callable[[str, int], bool] | None = None,
+) -> tuple[str, ...]:
+    """``log_dirs`` as local directories: object-store locations (``s3://...``) become their
+    read-only mirrors (:mod:`seglog.storage.log_dir_mirror`) holding the partitions
+    ``wanted(topic, partition)`` selects (all when None); local paths are unchanged."""
+    out = []
+    for directory in log_dirs:
+        if not is_remote(directory):
+            out.append(local_path_of(directory))
+            continue
+        location = ObjectLocation(directory, s3 or S3Settings())
+        if not location.exists():
+            raise SparkOptionError(f"log directory {directory!r} does not exist (no object there)")
+        keep = partition_filter(wanted) if wanted is not None else None
+        out.append(str(mirror(location, keep)))
+    return tuple(out)
+
+
+def broker_config_of(
+    log_dirs: tuple[str, ...],
+    config_path: str | None,
+    *,
+    s3: S3Settings | None = None,
+    wanted: Callable[[str, int], bool] | None = None,
+) -> BrokerConfig:
+    """BrokerConfig from an optional ``server.properties`` and log dirs (which replace its);
+    object-store log dirs are mirrored (:func:`local_log_dirs`)."""
+    log_dirs = local_log_dirs(log_dirs, s3, wanted)
     properties: dict[str, str] = {}
     if config_path is not None:
         data = read_file_bytes(config_path, max_bytes=MAX_SERVER_PROPERTIES_BYTES)
@@ -261,6 +302,9 @@ def parse_source_options(options: Mapping[str, str], *, is_streaming: bool) -> S
         starting_timestamp_strategy_latest=strategy_name == "latest",
         ignored=tuple(sorted(k for k in opts if k.startswith("kafka."))),
         compacted_copy=_compacted_copy(opts),
+        s3=S3Settings.from_options(opts).resolved()
+        if any(is_remote(d) for d in log_dirs)
+        else S3Settings(),
     )
 
 
@@ -326,7 +370,7 @@ def _locations(opts: Mapping[str, str]) -> tuple[tuple[str, ...], str | None]:
         if not dirs:
             raise SparkOptionError(f"option 'path' is {path!r}: no log directory named")
         for directory in dirs:
-            if not Path(directory).is_dir():
+            if not is_remote(directory) and not Path(local_path_of(directory)).is_dir():
                 raise SparkOptionError(f"option 'path': log directory {directory!r} does not exist")
     if config_path is not None and not config_path.strip():
         raise SparkOptionError("option 'config' is empty: give a server.properties path")

@@ -41,6 +41,7 @@ def range_partitions(options: SourceOptions, ranges: Iterable[OffsetRange]) -> l
                 read_compacted=options.read_compacted,
                 fail_on_data_loss=options.fail_on_data_loss,
                 copy_target=options.compacted_copy,
+                s3=options.s3,
             )
         )
         for r in ranges
