@@ -66,7 +66,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "seglog.cli.clean",
         "compact the compacted topics now (one log cleaner pass), or say what it would do",
     ),
-    ("cleaner", "seglog.cli.clean", "the log cleaner's view of the compacted partitions (read-only)"),
+    (
+        "cleaner",
+        "seglog.cli.clean",
+        "the log cleaner's view of the compacted partitions (read-only)",
+    ),
     (
         "compact",
         "seglog.cli.compact",
@@ -77,8 +81,16 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "seglog.cli.compact",
         "per partition: the compacted copy's state and last run's figures (read-only)",
     ),
-    ("log-dirs", "seglog.cli.log_dirs", "describe the log directories (like kafka-log-dirs.sh --describe)"),
-    ("dump-log", "seglog.cli.dump_log", "print .log/.index/.timeindex files like Kafka's kafka-dump-log.sh"),
+    (
+        "log-dirs",
+        "seglog.cli.log_dirs",
+        "describe the log directories (like kafka-log-dirs.sh --describe)",
+    ),
+    (
+        "dump-log",
+        "seglog.cli.dump_log",
+        "print .log/.index/.timeindex files like Kafka's kafka-dump-log.sh",
+    ),
     (
         "verify",
         "seglog.cli.verify",
@@ -89,7 +101,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "seglog.cli.report",
         "write a self-contained HTML report with pictures of segments and histories",
     ),
-    ("metrics", "seglog.cli.metrics", "print the metrics (Prometheus text, Kafka's names) once; read-only"),
+    (
+        "metrics",
+        "seglog.cli.metrics",
+        "print the metrics (Prometheus text, Kafka's names) once; read-only",
+    ),
     (
         "maintain",
         "seglog.cli.maintain",

@@ -73,17 +73,15 @@ from seglog.format.columnar import RecordColumns, scan_columns
 from seglog.format.compression import CompressionType, compress
 from seglog.format.reader import EndKind
 from seglog.kernels import codes, numba_enabled
-from seglog.kernels.compact import (
+from seglog.kernels.compact_py import rewrite_batches_py
+from seglog.kernels.layouts import (
     ACTION_COPY,
     ACTION_DROP,
     ACTION_EMPTY,
     ACTION_REBUILD,
     BATCH_HEADER_BYTES,
     DELETE_HORIZON_FLAG,
-    rewrite_batches_nb,
 )
-from seglog.kernels.compact_py import rewrite_batches_py
-from seglog.kernels.version_map import header_versions_nb
 from seglog.storage.segment import LogSegment
 
 READ_CHUNK_BYTES = 8 * 1024 * 1024
@@ -518,6 +516,8 @@ class Cleaner:
             return columns.reported_timestamp()
         name = np.frombuffer(self._strategy.partition(":")[2].encode(), dtype=np.uint8)
         out = np.empty(len(columns), dtype=np.int64)
+        from seglog.kernels.version_map import header_versions_nb  # numba: on first use
+
         header_versions = header_versions_nb if self.use_numba else header_versions_nb.py_func  # type: ignore[attr-defined]
         header_versions(
             columns.data, columns.batches.records_position, columns.batches.record_start, name, out
@@ -824,7 +824,11 @@ class Cleaner:
         out_position = np.zeros(batch_count, dtype=np.int64)
         out_bytes = np.zeros(batch_count, dtype=np.int64)
         out_max_timestamp = np.zeros(batch_count, dtype=np.int64)
-        rewrite = rewrite_batches_nb if self.use_numba else rewrite_batches_py
+        rewrite = rewrite_batches_py
+        if self.use_numba:
+            from seglog.kernels.compact import rewrite_batches_nb  # numba: on first use
+
+            rewrite = rewrite_batches_nb
         positions = batches.position - chunk_position  # where each batch is in ``src``
         total = rewrite(
             src,
