@@ -81,7 +81,7 @@ _DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def add_global_options(parser: argparse.ArgumentParser) -> None:
-    """The global options on the top-level parser (:func:`seglog.cli.parsing.add_global_options`)."""
+    """The global options on the top-level parser (see :mod:`seglog.cli.parsing`)."""
     parsing.add_global_options(parser)
 
 

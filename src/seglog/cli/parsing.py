@@ -81,9 +81,8 @@ def add_global_options(parser: argparse.ArgumentParser, *, top_level: bool = Tru
         return
     group = parser.add_argument_group(title)
     for flag, keywords in options:
-        if not top_level:
-            keywords = {**keywords, "default": argparse.SUPPRESS}
-        group.add_argument(flag, **keywords)
+        copy = keywords if top_level else {**keywords, "default": argparse.SUPPRESS}
+        group.add_argument(flag, **copy)
 
 
 def suggestions(word: str, candidates: Sequence[str]) -> list[str]:
@@ -201,7 +200,7 @@ class Subcommands(_SubParsersBase):
         self._added.append(parser)
         return parser
 
-    def add_lazy(self, name: str, module: str, help: str) -> None:  # noqa: A002
+    def add_lazy(self, name: str, module: str, help: str) -> None:
         """Register command ``name``, listed with ``help``; ``module`` is imported when chosen."""
         self.add_parser(name, help=help)
         self._lazy[name] = module
@@ -246,7 +245,8 @@ class Subcommands(_SubParsersBase):
         for key, value in vars(sub_namespace).items():
             before = getattr(namespace, key, None)
             if key in CONCATENATED_DESTS and isinstance(before, list):
-                value = [*before, *value]
-            setattr(namespace, key, value)
+                setattr(namespace, key, [*before, *value])
+            else:
+                setattr(namespace, key, value)
         if extras:
             command.unrecognized(extras)

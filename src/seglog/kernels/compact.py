@@ -46,7 +46,6 @@ from seglog.kernels.layouts import (  # noqa: F401  (re-exported: callers import
     DELETE_HORIZON_FLAG,
 )
 
-
 _F = TypeVar("_F", bound=Callable[..., Any])
 _int64 = cast("Callable[[Any], int]", np.int64)
 _uint8 = cast("Callable[[Any], int]", np.uint8)
