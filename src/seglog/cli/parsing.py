@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -112,6 +113,8 @@ class CommandParser(argparse.ArgumentParser):
         #: Set by :class:`Subcommands` on the parsers it makes: they get the global options.
         self.is_command = False
         self._global_options_added = False
+        self._arg_strings: list[str] = []
+        self._invalid_value: str | None = None
 
     def add_command_global_options(self) -> None:
         """Add the global options to this command parser (once; after its own options)."""
@@ -127,6 +130,13 @@ class CommandParser(argparse.ArgumentParser):
         self.add_command_global_options()
         return super().format_usage()
 
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        self._arg_strings = list(sys.argv[1:] if args is None else args)
+        self._invalid_value = None
+        return super().parse_known_args(args, namespace)
+
     def parse_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> argparse.Namespace:
@@ -134,6 +144,34 @@ class CommandParser(argparse.ArgumentParser):
         if extras:
             self.unrecognized(extras)
         return parsed
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's usage error, unless an unknown option explains it better.
+
+        ``topics create T --partitons 2`` fails "--partitions is required" and
+        ``seglog --data-dri D topics list`` fails "invalid command: 'D'" in argparse; the cause
+        is the misspelled option, so that is what is reported (with its suggestions).
+        """
+        tokens = self._arg_strings
+        if self._invalid_value is not None and self._invalid_value in tokens:
+            tokens = tokens[: tokens.index(self._invalid_value)]
+        elif not message.startswith("the following arguments are required"):
+            tokens = []
+        if "--" in tokens:
+            tokens = tokens[: tokens.index("--")]
+        unknown = [token for token in tokens if self._is_unknown_option(token)]
+        if unknown:
+            self.unrecognized(unknown)
+        super().error(message)
+
+    def _is_unknown_option(self, token: str) -> bool:
+        if not token.startswith("-") or token == "-" or self._negative_number_matcher.match(token):
+            return False
+        name = token.split("=", 1)[0]
+        options = self._option_string_actions
+        if name in options or (len(name) > 2 and name[1] != "-" and name[:2] in options):
+            return False  # an option, or a short option with its value attached (-p0)
+        return not (self.allow_abbrev and any(option.startswith(name) for option in options))
 
     def known_options(self) -> list[str]:
         """The long and short option strings this parser accepts."""
@@ -148,10 +186,11 @@ class CommandParser(argparse.ArgumentParser):
             if word.startswith("-") and len(word) > 1:
                 hint = _did_you_mean(suggestions(word.split("=", 1)[0], known))
             parts.append(word + hint)
-        self.error("unrecognized arguments: " + " ".join(parts))
+        super().error("unrecognized arguments: " + " ".join(parts))
 
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         if action.choices is not None and value not in action.choices:
+            self._invalid_value = str(value)
             choices = [str(choice) for choice in action.choices]
             close = suggestions(str(value), choices)[:1]
             hint = f"did you mean {close[0]!r}? " if close else ""
