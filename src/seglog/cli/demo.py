@@ -25,9 +25,9 @@ happened, in a data directory laid out exactly like a Kafka broker's:
 8. **spark** (unless ``--no-spark``): the Spark pipeline in local mode: read
    ``stock-prices`` with the ``seglog`` source, write a derived ``ticker-summary`` topic
    with the sink, the distributed compaction job (the second cleaning round: it also drops
-   the expired tombstones), export ``stock-prices`` as a Parquet table beside the data directory (``<data-dir>-exports/stock-prices``; never inside it:
-   Kafka refuses a log directory holding a directory that is not a partition), and the
-   per-partition statistics. With ``--no-spark`` the second cleaning round runs in process;
+   the expired tombstones), export ``stock-prices`` as a Parquet table beside the data
+   directory (``<data-dir>-exports/stock-prices``; never inside it: Kafka refuses a log
+   directory holding a directory that is not a partition), and the per-partition statistics. With ``--no-spark`` the second cleaning round runs in process;
 9. **verify** every topic as ``seglog verify`` does (read-only), then print a summary: sizes,
    segments, records and keys before and after, dirty ratios, what retention and the cleaner
    deleted and why, the compacted copy's horizon, the Spark figures and each step's time
