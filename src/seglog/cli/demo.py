@@ -27,7 +27,8 @@ happened, in a data directory laid out exactly like a Kafka broker's:
    with the sink, the distributed compaction job (the second cleaning round: it also drops
    the expired tombstones), export ``stock-prices`` as a Parquet table beside the data
    directory (``<data-dir>-exports/stock-prices``; never inside it: Kafka refuses a log
-   directory holding a directory that is not a partition), and the per-partition statistics. With ``--no-spark`` the second cleaning round runs in process;
+   directory holding a directory that is not a partition), and the per-partition
+   statistics. With ``--no-spark`` the second cleaning round runs in process;
 9. **verify** every topic as ``seglog verify`` does (read-only), then print a summary: sizes,
    segments, records and keys before and after, dirty ratios, what retention and the cleaner
    deleted and why, the compacted copy's horizon, the Spark figures and each step's time
