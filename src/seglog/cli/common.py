@@ -21,11 +21,11 @@ writing open *would* truncate ("nothing written"). Only commands that change dat
 ``clean --once``, ``compact``, ``maintain``) pass ``writes=True`` to :func:`open_manager` and
 take the ``.lock``; when another process holds it they fail at once, naming the holder.
 
-Where they go: **before the command** (``seglog --data-dir D topics list``) for every command.
-``--data-dir`` and ``--read-only`` are also accepted **after** the command
-(``seglog topics list --data-dir D``); ``--config FILE`` is not, because after ``topics
-create`` / ``topics alter`` ``--config KEY=VALUE`` is a topic config, as in
-``kafka-topics.sh``. Data dirs given in both places are all used, before-the-command ones first.
+Where they go: **before or after the command**, at any depth (``seglog --data-dir D topics
+list``, ``seglog topics list --data-dir D``; :mod:`seglog.cli.parsing` adds them to every
+command parser). Data dirs given in several places are all used, in command-line order. One
+exception, as in ``kafka-topics.sh``: after ``topics create`` / ``topics alter``,
+``--config KEY=VALUE`` is a topic config, so there a server.properties goes before the command.
 
 Without ``--data-dir``, and without ``log.dirs``/``log.dir`` in ``--config``, there is no
 default (Kafka's ``/tmp/kafka-logs`` would be a surprising place to write): the command fails.
@@ -57,16 +57,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from seglog.cli.progress import ProgressBar
-from seglog.config import BrokerConfig
-from seglog.engine.log_manager import LogManager
+from seglog.cli import parsing
 from seglog.errors import InvalidConfigError, SeglogError
-from seglog.format.properties import parse_properties
-from seglog.format.topic_names import validate_topic_name
-from seglog.storage.files import read_file_bytes
-from seglog.storage.log_dir import CLEAN_SHUTDOWN_FILE
 
+# The engine is imported where it is used, not here: main.py and every command's parser import
+# this module, and a command's --help (or an argument error) must not pay for the engine.
 if TYPE_CHECKING:
+    from seglog.config import BrokerConfig
+    from seglog.engine.log_manager import LogManager
+
     Subparsers = argparse._SubParsersAction[argparse.ArgumentParser]
 
 EXIT_OK = 0
@@ -82,63 +81,26 @@ _DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def add_global_options(parser: argparse.ArgumentParser) -> None:
-    """The global options on the top-level parser (before the command)."""
-    group = parser.add_argument_group("log directories (for every command that opens them)")
-    group.add_argument(
-        "--data-dir",
-        dest="data_dirs",
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a log directory root (log.dirs); repeat for several roots",
-    )
-    group.add_argument(
-        "--config",
-        dest="server_config",
-        default=None,
-        metavar="FILE",
-        help="a broker server.properties: its log.dirs/log.dir and storage defaults apply "
-        "(--data-dir replaces its log.dirs)",
-    )
-    group.add_argument(
-        "--read-only",
-        action="store_true",
-        help="kept for scripts: commands that only read never lock or write anyway; "
-        "commands that change data refuse it",
-    )
+    """The global options on the top-level parser (see :mod:`seglog.cli.parsing`)."""
+    parsing.add_global_options(parser)
 
 
 def command_options_parent() -> argparse.ArgumentParser:
-    """A parent parser adding ``--data-dir`` and ``--read-only`` after a command.
+    """An empty parent parser, kept for the commands that list it in ``parents=[...]``.
 
-    They are stored apart from the top-level ones (argparse lets a subcommand's defaults
-    overwrite the top level's), and :func:`data_dirs_of` / :func:`is_read_only` merge them.
+    Every command parser now gets the global options (``--data-dir``, ``--config``,
+    ``--read-only``) from :mod:`seglog.cli.parsing`, after its own options, so a command needs
+    nothing to accept them after its name.
     """
-    parent = argparse.ArgumentParser(add_help=False)
-    group = parent.add_argument_group("log directories (also accepted before the command)")
-    group.add_argument(
-        "--data-dir",
-        dest="command_data_dirs",
-        action="append",
-        default=argparse.SUPPRESS,
-        metavar="DIR",
-        help="a log directory root (log.dirs); repeat for several roots",
-    )
-    group.add_argument(
-        "--read-only",
-        dest="command_read_only",
-        action="store_true",
-        default=argparse.SUPPRESS,
-        help="kept for scripts: read commands never lock or write anyway",
-    )
-    return parent
+    return argparse.ArgumentParser(add_help=False)
 
 
 def data_dirs_of(args: argparse.Namespace) -> list[str]:
-    """Every ``--data-dir``: the ones before the command, then the ones after it."""
-    before: list[str] = getattr(args, "data_dirs", None) or []
-    after: list[str] = getattr(args, "command_data_dirs", None) or []
-    return [*before, *after]
+    """Every ``--data-dir``, in command-line order (before the command, then after it)."""
+    given: list[str] = getattr(args, "data_dirs", None) or []
+    # A command may still define its own --data-dir into command_data_dirs (seglog spark).
+    own: list[str] = getattr(args, "command_data_dirs", None) or []
+    return [*given, *own]
 
 
 def is_read_only(args: argparse.Namespace) -> bool:
@@ -148,6 +110,9 @@ def is_read_only(args: argparse.Namespace) -> bool:
 
 def broker_properties(args: argparse.Namespace) -> dict[str, str]:
     """The broker properties of the command line: ``--config`` file, then ``--data-dir``."""
+    from seglog.format.properties import parse_properties
+    from seglog.storage.files import read_file_bytes
+
     properties: dict[str, str] = {}
     config_path: str | None = getattr(args, "server_config", None)
     if config_path is not None:
@@ -179,6 +144,8 @@ def broker_properties(args: argparse.Namespace) -> dict[str, str]:
 
 def broker_config(args: argparse.Namespace) -> BrokerConfig:
     """The :class:`BrokerConfig` of the command line (see :func:`broker_properties`)."""
+    from seglog.config import BrokerConfig
+
     return BrokerConfig.from_properties(broker_properties(args))
 
 
@@ -241,6 +208,8 @@ def _check_roots(broker: BrokerConfig, *, must_exist: bool, read_only: bool) -> 
 
 def _opening_description(broker: BrokerConfig) -> str:
     """``recovering logs`` when a root lacks the clean-shutdown marker, else ``opening logs``."""
+    from seglog.storage.log_dir import CLEAN_SHUTDOWN_FILE
+
     for root in broker.log_dirs:
         path = Path(root)
         if path.is_dir() and not (path / CLEAN_SHUTDOWN_FILE).exists():
@@ -269,6 +238,9 @@ def open_manager(
     (:mod:`seglog.cli.progress`). See the module docstring for what happens when the block
     fails.
     """
+    from seglog.cli.progress import ProgressBar
+    from seglog.engine.log_manager import LogManager
+
     broker = broker_config(args)
     if writes and is_read_only(args):
         raise InvalidConfigError(
@@ -338,6 +310,8 @@ def report_recovery(manager: LogManager) -> None:
 
 def topic_name(text: str) -> str:
     """argparse type: a topic name Kafka accepts (so it is a safe directory name)."""
+    from seglog.format.topic_names import validate_topic_name
+
     try:
         validate_topic_name(text)
     except SeglogError as exc:

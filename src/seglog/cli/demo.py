@@ -4,8 +4,9 @@ It runs the whole system once on a realistic workload and says what
 happened, in a data directory laid out exactly like a Kafka broker's:
 
 1. **prepare**: open (or create) the data directory; the demo's own topics
-   (:data:`DEMO_TOPICS`) left by an earlier run are deleted and created again, so the demo can
-   run any number of times; any other topic there is left alone;
+   (``stock-prices``, ``page-events``, ``ticker-summary``) left by an earlier run are
+   deleted and created again, so the demo can run any number of times; any other topic
+   there is left alone;
 2. **produce** with Kafka's default partitioner (murmur2 of the key), in producer-sized
    batches: ``stock-prices`` (3 partitions, ``cleanup.policy=compact``, lz4, small segments)
    gets price updates keyed by ticker, and a tombstone for each delisted ticker;
@@ -21,23 +22,17 @@ happened, in a data directory laid out exactly like a Kafka broker's:
    in place (the latest record per ticker is kept; the delisted tickers' tombstones are kept,
    stamped with a delete horizon ``delete.retention.ms`` ahead);
 7. **more updates**, then a roll (``stock-prices`` becomes dirty again);
-8. **spark** (unless ``--no-spark``): the Spark pipeline in local mode
-   (:mod:`seglog.spark.demo`): read ``stock-prices`` with the ``seglog`` source, write a
-   derived ``ticker-summary`` topic with the sink, the distributed compaction job (the second
-   cleaning round: it also drops the expired tombstones), export ``stock-prices`` as a Parquet
-   table beside the data directory (``<data-dir>-exports/stock-prices``; never inside it:
-   Kafka refuses a log directory holding a directory that is not a partition), and the
-   per-partition statistics. With ``--no-spark`` the second cleaning round runs in process;
+8. **spark** (unless ``--no-spark``): the Spark pipeline in local mode: read
+   ``stock-prices`` with the ``seglog`` source, write a derived ``ticker-summary`` topic
+   with the sink, the distributed compaction job (the second cleaning round: it also drops
+   the expired tombstones), export ``stock-prices`` as a Parquet table beside the data
+   directory (``<data-dir>-exports/stock-prices``; never inside it: Kafka refuses a log
+   directory holding a directory that is not a partition), and the per-partition
+   statistics. With ``--no-spark`` the second cleaning round runs in process;
 9. **verify** every topic as ``seglog verify`` does (read-only), then print a summary: sizes,
    segments, records and keys before and after, dirty ratios, what retention and the cleaner
    deleted and why, the compacted copy's horizon, the Spark figures and each step's time
    (``--json``: one JSON document instead).
-
-Layers: ``seglog.cli`` may not import ``seglog.spark`` (two independent layers, see
-docs/architecture.md), so
-the Spark half lives in :mod:`seglog.spark.demo` and is loaded by name with ``importlib``, like
-the ``seglog spark`` plugin in :mod:`seglog.cli.main`. Spark's lock-taking steps (the sink's
-commit, the compaction job) run while this command holds no log manager open.
 
 Exit status: 0 when every step ran and every topic verified OK, 1 otherwise (a Spark that
 cannot start, e.g. without Java, is an error naming what to install; ``--no-spark`` skips
@@ -84,6 +79,10 @@ EVENTS = "page-events"
 SUMMARY = "ticker-summary"  # written by the Spark step
 #: Topics the demo owns in its data directory: deleted and created again on each run.
 DEMO_TOPICS = (PRICES, EVENTS, SUMMARY)
+# The Spark half lives in seglog.spark.demo, loaded by name with importlib: seglog.cli may
+# not import seglog.spark (two independent layers, docs/architecture.md), like the
+# `seglog spark` command in main.py's table. Spark's lock-taking steps (the sink's commit,
+# the compaction job) run while this command holds no log manager open.
 SPARK_PLUGIN = "seglog.spark.demo"
 
 PRICE_PARTITIONS = 3

@@ -2,9 +2,11 @@
 in reStructuredText for the API docs; in a terminal the markup is noise.
 
 :func:`use_terminal_help` gives every parser of the ``seglog`` tree a formatter that shows
-``code`` as `code` (one backtick, as in Markdown), drops ``**`` emphasis and ends a literal
-block's introduction with one colon instead of ``::``, and leaves out a module docstring's
-paragraph for developers ("Why this module is longer ..."). Only the markup changes: wording,
+``code`` as `code` (one backtick, as in Markdown), a cross-reference role such as
+``:mod:`seglog.engine.scheduler``` or ``:data:`~pkg.NAME``` as `seglog.engine.scheduler` or
+`NAME`, drops ``**`` emphasis, ends a literal block's introduction with one colon instead
+of ``::`` and leaves out a module docstring's paragraph for developers ("Why this module is
+longer ..."). Only the markup changes: wording,
 line breaks and the formatter's wrapping behaviour stay those of each parser.
 """
 
@@ -14,6 +16,8 @@ import argparse
 import re
 
 _CODE = re.compile(r"``(.+?)``", re.S)
+# :role:`target`, :py:role:`target`, :role:`~dotted.target` (Sphinx shows the last part).
+_ROLE = re.compile(r":(?:[a-z]+:)?[a-z]+:`(~?)([^`]+)`")
 _STRONG = re.compile(r"\*\*(.+?)\*\*", re.S)
 _LITERAL_INTRO = re.compile(r"(?<=\S)::$", re.M)
 # A paragraph for developers (why a module is long): not for a user's help page.
@@ -24,8 +28,14 @@ def terminal_text(text: str) -> str:
     """``text`` with its reStructuredText markup made plain (see the module docstring)."""
     text = _DEVELOPER_NOTE.sub("", text)
     text = _CODE.sub(r"`\1`", text)
+    text = _ROLE.sub(_role_target, text)
     text = _STRONG.sub(r"\1", text)
     return _LITERAL_INTRO.sub(":", text)
+
+
+def _role_target(match: re.Match[str]) -> str:
+    tilde, target = match.groups()
+    return f"`{target.rsplit('.', 1)[-1] if tilde else target}`"
 
 
 class TerminalHelpFormatter(argparse.HelpFormatter):

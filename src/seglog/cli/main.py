@@ -6,46 +6,35 @@ Adding a subcommand:
    parser with ``subparsers.add_parser(...)`` and sets its entry point with
    ``parser.set_defaults(handler=run)``, where ``run(args: argparse.Namespace) -> int``
    returns the exit status;
-2. add the module to :data:`SUBCOMMANDS` below.
+2. add its name, module and one-line help to ``COMMANDS`` below (the same help as its
+   ``add_parser(help=...)``; a test checks they agree).
 
-Global options (``--data-dir DIR``..., ``--config server.properties``, ``--read-only``) belong
-to the top-level parser, so they go before the command: ``seglog --data-dir D topics list``.
-Commands that open log directories also accept ``--data-dir`` and ``--read-only`` after the
-command (see :mod:`seglog.cli.common`, which opens the log manager for them).
+**Startup.** The parser is built from this table only: a command's module is imported when
+that command runs (or shows its ``--help``), so ``seglog --version`` and ``seglog --help``
+import nothing of the engine, numpy or numba, and ``seglog consume`` imports neither
+prometheus_client nor pyspark (see :mod:`seglog.cli.parsing`).
+
+Global options (``--data-dir DIR``..., ``--config server.properties``, ``--read-only``) are
+accepted before the command and after it, at any depth (``seglog topics create T --data-dir
+D``); see :mod:`seglog.cli.parsing` for how values given in both places combine. After
+``topics create``/``topics alter``, ``--config KEY=VALUE`` is a topic config, as in
+``kafka-topics.sh``. An unknown option prints the command's usage and the closest options.
 
 Exit status: what the handler returns (0 success, 1 failure); 2 for usage errors (argparse).
-A :class:`~seglog.errors.SeglogError` or ``OSError`` escaping a handler is printed as
-``seglog: error: <message>`` on stderr with status 1, never as a traceback.
+A ``SeglogError`` or ``OSError`` escaping a handler is printed as ``seglog: error: <message>``
+on stderr with status 1, never as a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 from collections.abc import Callable, Sequence
-from types import ModuleType
 
 from seglog import __version__
-from seglog.cli import (
-    clean,
-    compact,
-    consume,
-    delete_records,
-    demo,
-    dump_log,
-    log_dirs,
-    maintain,
-    metrics,
-    produce,
-    report,
-    retention,
-    topics,
-    verify,
-)
-from seglog.cli.common import add_global_options
 from seglog.cli.help_text import use_terminal_help
+from seglog.cli.parsing import CommandParser, Subcommands, add_global_options
 from seglog.errors import LogDirectoryLockedError, SeglogError, UnknownTopicError
 
 PROG = "seglog"
@@ -55,47 +44,111 @@ EXIT_USAGE = 2
 
 Handler = Callable[[argparse.Namespace], int]
 
-#: Modules providing ``register(subparsers)``, in the order ``seglog --help`` lists them.
-SUBCOMMANDS: tuple[ModuleType, ...] = (
-    topics,
-    produce,
-    consume,
-    delete_records,
-    retention,
-    clean,
-    compact,
-    log_dirs,
-    dump_log,
-    verify,
-    report,
-    metrics,
-    maintain,
-    demo,
+#: Every command: name, module providing ``register(subparsers)``, one-line help; in the
+#: order ``seglog --help`` lists them. ``seglog.spark.cli`` belongs to another layer and is
+#: only named here (``seglog.cli`` never imports ``seglog.spark``; see docs/architecture.md).
+COMMANDS: tuple[tuple[str, str, str], ...] = (
+    ("topics", "seglog.cli.topics", "create, list, describe, alter and delete topics"),
+    ("produce", "seglog.cli.produce", "append the lines of stdin to a topic"),
+    ("consume", "seglog.cli.consume", "print the records of a topic"),
+    (
+        "delete-records",
+        "seglog.cli.delete_records",
+        "delete records below an offset (like kafka-delete-records.sh)",
+    ),
+    (
+        "retention",
+        "seglog.cli.retention",
+        "delete old segments now (retention.ms, retention.bytes, log start offset)",
+    ),
+    (
+        "clean",
+        "seglog.cli.clean",
+        "compact the compacted topics now (one log cleaner pass), or say what it would do",
+    ),
+    (
+        "cleaner",
+        "seglog.cli.clean",
+        "the log cleaner's view of the compacted partitions (read-only)",
+    ),
+    (
+        "compact",
+        "seglog.cli.compact",
+        "build the compacted copy of a topic's partitions now (Pulsar-style compaction)",
+    ),
+    (
+        "compaction-status",
+        "seglog.cli.compact",
+        "per partition: the compacted copy's state and last run's figures (read-only)",
+    ),
+    (
+        "log-dirs",
+        "seglog.cli.log_dirs",
+        "describe the log directories (like kafka-log-dirs.sh --describe)",
+    ),
+    (
+        "dump-log",
+        "seglog.cli.dump_log",
+        "print .log/.index/.timeindex files like Kafka's kafka-dump-log.sh",
+    ),
+    (
+        "verify",
+        "seglog.cli.verify",
+        "check a topic's segments, indexes and compaction invariants (read-only)",
+    ),
+    (
+        "report",
+        "seglog.cli.report",
+        "write a self-contained HTML report with pictures of segments and histories",
+    ),
+    (
+        "metrics",
+        "seglog.cli.metrics",
+        "print the metrics (Prometheus text, Kafka's names) once; read-only",
+    ),
+    (
+        "maintain",
+        "seglog.cli.maintain",
+        "run retention, the log cleaner, compaction and checkpoints until stopped; "
+        "serve metrics over HTTP",
+    ),
+    (
+        "demo",
+        "seglog.cli.demo",
+        "run the main job: produce, roll, retain, clean, compact, Spark, verify, summarise",
+    ),
+    (
+        "spark",
+        "seglog.spark.cli",
+        "run the Spark pipeline: distributed compaction, Parquet export, statistics",
+    ),
 )
 
 
-#: Modules of other layers adding commands, loaded by name: ``seglog.spark.cli`` adds
-#: ``seglog spark ...`` without ``seglog.cli`` importing ``seglog.spark`` (two independent
-#: layers, see docs/architecture.md); neither import loads pyspark until a ``spark`` command runs.
-PLUGINS: tuple[str, ...] = ("seglog.spark.cli",)
+def build_parser(*, lazy: bool = False) -> CommandParser:
+    """The ``seglog`` parser with every command of ``COMMANDS``.
 
-
-def build_parser() -> argparse.ArgumentParser:
-    """The ``seglog`` parser with every subcommand of :data:`SUBCOMMANDS` registered."""
-    parser = argparse.ArgumentParser(
+    ``lazy``: a command's module is imported only when the command is parsed (what
+    :func:`main` uses); otherwise the whole tree is built now, every command parser with its
+    global options (tests and tools walking the parsers).
+    """
+    parser = CommandParser(
         prog=PROG,
         description=(
             "seglog: partitioned append-only logs in Apache Kafka's exact on-disk format."
         ),
-        epilog="Run 'seglog COMMAND --help' for the options of a command.",
+        epilog="Run 'seglog COMMAND --help' for the options of a command; the log directory "
+        "options go before or after the command.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     add_global_options(parser)
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for module in SUBCOMMANDS:
-        module.register(subparsers)
-    for name in PLUGINS:
-        importlib.import_module(name).register(subparsers)
+    assert isinstance(subparsers, Subcommands)
+    subparsers.on_load.append(use_terminal_help)
+    for name, module, help_line in COMMANDS:
+        subparsers.add_lazy(name, module, help_line)
+    if not lazy:
+        subparsers.load_all()
     use_terminal_help(parser)  # docstrings as descriptions: no reStructuredText markup shown
     return parser
 
@@ -143,7 +196,7 @@ def _exit_status(code: object) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``seglog`` command with ``argv`` (default: ``sys.argv[1:]``); return the status."""
-    parser = build_parser()
+    parser = build_parser(lazy=True)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors

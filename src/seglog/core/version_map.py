@@ -20,14 +20,7 @@ import numpy.typing as npt
 
 from seglog.core.offset_map import _check_key_spans, plan_slots
 from seglog.kernels import numba_enabled
-from seglog.kernels.version_map import (
-    COL_STORED,
-    STATE_LATEST,
-    STATE_SIZE,
-    VERSION_SLOT_WORDS,
-    get_versions_nb,
-    put_versions_nb,
-)
+from seglog.kernels.layouts import COL_STORED, STATE_LATEST, STATE_SIZE, VERSION_SLOT_WORDS
 from seglog.kernels.version_map_py import get_versions_py, put_versions_py
 
 VERSION_SLOT_BYTES = 8 * VERSION_SLOT_WORDS
@@ -54,8 +47,12 @@ class VersionMap:
         self._k0 = np.uint64(0)
         self._k1 = np.uint64(0)
         numba_on = numba_enabled() if use_numba is None else (use_numba and numba_enabled())
-        self._put: Callable[..., int] = put_versions_nb if numba_on else put_versions_py
-        self._get: Callable[..., None] = get_versions_nb if numba_on else get_versions_py
+        self._put: Callable[..., int] = put_versions_py
+        self._get: Callable[..., None] = get_versions_py
+        if numba_on:  # numba is imported on first use, not with this module
+            from seglog.kernels.version_map import get_versions_nb, put_versions_nb
+
+            self._put, self._get = put_versions_nb, get_versions_nb
         self.clear()
 
     def clear(self) -> None:

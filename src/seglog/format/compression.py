@@ -27,15 +27,12 @@ make the reader allocate without limit: exceeding it raises ``CorruptRecordError
 from __future__ import annotations
 
 import enum
-import gzip
 import struct
+import sys
 import zlib
 
-import cramjam
-import lz4.block
-import lz4.frame
-import zstandard
-
+# The codec libraries (gzip, cramjam, lz4, zstandard) are imported by the function that needs
+# them: a command reading uncompressed batches never pays their import.
 from seglog.errors import CorruptRecordError, UnsupportedCodecError
 
 Buffer = bytes | bytearray | memoryview
@@ -91,11 +88,15 @@ def compress(codec: CompressionType, data: Buffer, level: int | None = None) -> 
     if codec is CompressionType.NONE:
         return bytes(data)
     if codec is CompressionType.GZIP:
+        import gzip
+
         gzip_level = GZIP_DEFAULT_LEVEL if level is None or level == -1 else level
         return gzip.compress(bytes(data), compresslevel=gzip_level, mtime=0)
     if codec is CompressionType.SNAPPY:
         return _xerial_snappy_compress(data)
     if codec is CompressionType.LZ4:
+        import lz4.frame
+
         return bytes(
             lz4.frame.compress(
                 bytes(data),
@@ -108,6 +109,8 @@ def compress(codec: CompressionType, data: Buffer, level: int | None = None) -> 
             )
         )
     if codec is CompressionType.ZSTD:
+        import zstandard
+
         compressor = zstandard.ZstdCompressor(
             level=ZSTD_DEFAULT_LEVEL if level is None else level, write_content_size=False
         )
@@ -165,16 +168,9 @@ def decompress(
             raise UnsupportedCodecError(f"cannot decompress codec {codec!r}")
     except CorruptRecordError:
         raise
-    except (
-        zlib.error,
-        OSError,
-        EOFError,
-        RuntimeError,
-        ValueError,
-        zstandard.ZstdError,
-        cramjam.DecompressionError,
-        lz4.block.LZ4BlockError,
-    ) as exc:
+    except Exception as exc:
+        if not isinstance(exc, _decoder_errors()):
+            raise
         raise CorruptRecordError(
             f"{codec.name_in_kafka} stream cannot be decompressed: {exc}"
         ) from exc
@@ -183,6 +179,19 @@ def decompress(
             f"{codec.name_in_kafka} stream decompresses to more than {max_bytes} bytes"
         )
     return out
+
+
+def _decoder_errors() -> tuple[type[BaseException], ...]:
+    """What the decoders raise on damaged input: the stdlib's, and those of the codec
+    libraries imported so far (a library not imported yet cannot have raised)."""
+    errors: list[type[BaseException]] = [zlib.error, OSError, EOFError, RuntimeError, ValueError]
+    if "zstandard" in sys.modules:
+        errors.append(sys.modules["zstandard"].ZstdError)
+    if "cramjam" in sys.modules:
+        errors.append(sys.modules["cramjam"].DecompressionError)
+    if "lz4.block" in sys.modules:
+        errors.append(sys.modules["lz4.block"].LZ4BlockError)
+    return tuple(errors)
 
 
 def _gzip_decompress(data: Buffer, max_bytes: int) -> bytes:
@@ -201,6 +210,8 @@ def _gzip_decompress(data: Buffer, max_bytes: int) -> bytes:
 
 
 def _xerial_snappy_compress(data: Buffer) -> bytes:
+    import cramjam
+
     view = memoryview(data)
     parts = [XERIAL_HEADER]
     for start in range(0, len(view), XERIAL_BLOCK_BYTES):
@@ -211,6 +222,8 @@ def _xerial_snappy_compress(data: Buffer) -> bytes:
 
 
 def _snappy_raw_decompress(block: Buffer, max_bytes: int) -> bytes:
+    import cramjam
+
     declared = int(cramjam.snappy.decompress_raw_len(block))
     if declared > max_bytes:
         raise CorruptRecordError(f"snappy block declares {declared} bytes, over {max_bytes}")
@@ -266,6 +279,9 @@ def _lz4_frame(raw: bytes, max_bytes: int) -> tuple[bytes, bytes]:
     steps that start near the expected size (4x the input) and double, never a 1 GiB buffer
     per batch; the total is still bounded by ``max_bytes``.
     """
+    import lz4.block  # its LZ4BlockError is one of the decoder errors
+    import lz4.frame
+
     decompressor = lz4.frame.LZ4FrameDecompressor()
     parts: list[bytes] = []
     total = 0
@@ -342,6 +358,8 @@ def _zstd_decompress(data: Buffer, max_bytes: int) -> bytes:
     in one piece (the feed is ``4 * remaining // 128 KiB`` bytes: 32 KiB of input per MiB
     of budget, 32 MiB for the default 1 GiB), so the normal path makes one call per frame.
     """
+    import zstandard
+
     view = memoryview(data)
     decompressor = zstandard.ZstdDecompressor()
     out = bytearray()

@@ -36,14 +36,15 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
-ACTION_DROP = 0
-ACTION_COPY = 1
-ACTION_REBUILD = 2
-ACTION_EMPTY = 3
-
-BATCH_HEADER_BYTES = 61
-DELETE_HORIZON_FLAG = 0x40
-COMPRESSION_MASK = 0x07
+from seglog.kernels.layouts import (  # noqa: F401  (re-exported: callers import them here)
+    ACTION_COPY,
+    ACTION_DROP,
+    ACTION_EMPTY,
+    ACTION_REBUILD,
+    BATCH_HEADER_BYTES,
+    COMPRESSION_MASK,
+    DELETE_HORIZON_FLAG,
+)
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _int64 = cast("Callable[[Any], int]", np.int64)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seglog.kernels.compact import (
+from seglog.kernels.layouts import (
     ACTION_COPY,
     ACTION_DROP,
     ACTION_EMPTY,

@@ -27,16 +27,23 @@ import numba
 import numpy as np
 
 from seglog.kernels.compact import _read_varint, _skip_varint
+from seglog.kernels.layouts import (  # noqa: F401  (re-exported: callers import them here)
+    COL_H0,
+    COL_H1,
+    COL_STORED,
+    COL_VERSION,
+    MISSING_VERSION,
+    STATE_LATEST,
+    STATE_LOOKUPS,
+    STATE_PROBES,
+    STATE_SIZE,
+    VERSION_SLOT_WORDS,
+)
 from seglog.kernels.offset_map import _probe_start_step, _siphash128
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _int64 = cast("Callable[[Any], int]", np.int64)
 _u64 = cast("Callable[[Any], int]", np.uint64)
-
-MISSING_VERSION = -(1 << 63)
-COL_H0, COL_H1, COL_STORED, COL_VERSION = 0, 1, 2, 3
-VERSION_SLOT_WORDS = 4
-STATE_SIZE, STATE_LATEST, STATE_LOOKUPS, STATE_PROBES = 0, 1, 2, 3
 
 
 def _jit(fn: _F) -> _F:

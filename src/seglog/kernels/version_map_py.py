@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from seglog.kernels.offset_map_py import _key, _probe_start_step, _wrap64, siphash128_py
-from seglog.kernels.version_map import (
+from seglog.kernels.layouts import (
     COL_H0,
     COL_H1,
     COL_STORED,
@@ -17,6 +16,7 @@ from seglog.kernels.version_map import (
     STATE_PROBES,
     STATE_SIZE,
 )
+from seglog.kernels.offset_map_py import _key, _probe_start_step, _wrap64, siphash128_py
 
 
 def put_versions_py(

@@ -29,16 +29,15 @@ from seglog.engine.cleaning.round_stats import CleanerStats
 from seglog.format.batch import COMPRESSION_CODEC_MASK, TIMESTAMP_TYPE_MASK
 from seglog.format.columnar import RecordColumns
 from seglog.format.compression import CompressionType, compress
-from seglog.kernels.compact import (
+from seglog.kernels.compact_py import rewrite_batches_py
+from seglog.kernels.layouts import (
     ACTION_COPY,
     ACTION_DROP,
     ACTION_EMPTY,
     ACTION_REBUILD,
     BATCH_HEADER_BYTES,
     DELETE_HORIZON_FLAG,
-    rewrite_batches_nb,
 )
-from seglog.kernels.compact_py import rewrite_batches_py
 
 _CRC_FIELD = struct.Struct(">I")
 _BATCH_LENGTH_FIELD = struct.Struct(">i")
@@ -157,7 +156,11 @@ class BatchRewriter:
         out_position = np.zeros(batch_count, dtype=np.int64)
         out_bytes = np.zeros(batch_count, dtype=np.int64)
         out_max_timestamp = np.zeros(batch_count, dtype=np.int64)
-        rewrite = rewrite_batches_nb if self.use_numba else rewrite_batches_py
+        rewrite: Any = rewrite_batches_py
+        if self.use_numba:
+            from seglog.kernels.compact import rewrite_batches_nb  # numba: on first use
+
+            rewrite = rewrite_batches_nb
         positions = batches.position - chunk_position  # where each batch is in ``src``
         total = rewrite(
             src,

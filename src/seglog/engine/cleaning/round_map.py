@@ -28,7 +28,6 @@ from seglog.engine.cleaning.errors import UncleanableLogError
 from seglog.engine.cleaning.round_stats import CleanerStats
 from seglog.engine.log import Log
 from seglog.format.columnar import RecordColumns
-from seglog.kernels.version_map import header_versions_nb
 from seglog.storage.segment import LogSegment
 
 # Dirty offsets whose fate the map build records (one byte each): 32 MiB of the 128 MiB the
@@ -70,6 +69,8 @@ class RoundMap:
             return columns.reported_timestamp()
         name = np.frombuffer(self.strategy.partition(":")[2].encode(), dtype=np.uint8)
         out = np.empty(len(columns), dtype=np.int64)
+        from seglog.kernels.version_map import header_versions_nb  # numba: on first use
+
         header_versions = header_versions_nb if self.use_numba else header_versions_nb.py_func  # type: ignore[attr-defined]
         header_versions(
             columns.data, columns.batches.records_position, columns.batches.record_start, name, out
