@@ -5,12 +5,12 @@
 
 * each segment is read ``CHUNK_BYTES`` at a time and decoded by
   :func:`seglog.format.columnar.scan_columns` (numpy columns, no object per record);
-* ``--format json``: keys and values are decoded as UTF-8 per span, one dict per record is
-  handed to orjson in a single call per chunk, and the array it returns becomes JSON lines by
-  turning each ``},{"topic"`` into ``}\\n{"topic"`` (safe: inside a JSON string a ``"`` is
-  always escaped, so that byte sequence only occurs between two records). orjson and the
-  slow path's ``json.dumps(ensure_ascii=False, separators=(",", ":"))`` escape strings
-  identically (a test checks every code point);
+* ``--format json``: the key and value texts of a chunk are escaped by one orjson call per
+  column (a list of strings, cut again at the ``","`` between elements), offsets and
+  timestamps are printed by one orjson call on a numpy array, and each line is joined from
+  six pieces (the constant parts are picked per record from small tables by timestamp type
+  and null key/value) in one ``bytes.join`` per chunk. orjson and the slow path's
+  ``json.dumps(ensure_ascii=False, separators=(",", ":"))`` escape strings identically;
 * plain text (value, or key, separator, value): spans joined by ``bytes.join``.
 
 **Identical output, always.** Before a chunk's records are written, every check of the slow
