@@ -184,3 +184,14 @@ def test_random_keys_and_values(
     write_batches(cli.data_dir, [encode_batch(records(pairs))], {})
     for output in OUTPUTS[:3]:
         both(cli, monkeypatch, "consume", "t", *output)
+
+
+def test_orjson_escapes_every_code_point_as_json_dumps() -> None:
+    """The fast path (orjson) and the slow path (json.dumps) escape strings identically."""
+    import json
+
+    import orjson
+
+    text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    slow = json.dumps([text, {"k": text}], separators=(",", ":"), ensure_ascii=False)
+    assert orjson.dumps([text, {"k": text}]) == slow.encode()
