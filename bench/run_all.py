@@ -23,6 +23,7 @@ if __package__ in (None, ""):  # run as a script: python bench/run_all.py
 from bench import (
     bench_cleaner,
     bench_cli_startup,
+    bench_cli_consume,
     bench_compacted,
     bench_format,
     bench_hash,
@@ -40,6 +41,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "spark_source": bench_spark_source.main,
     "spark_compaction": bench_spark_compaction.main,
     "cli_startup": bench_cli_startup.main,
+    "cli_consume": bench_cli_consume.main,
 }
 
 

@@ -53,7 +53,16 @@ def test_text_with_key_separator_and_null_marker_then_json(cli: Cli) -> None:
     ]
     assert all(r["topic"] == "prices" and r["partition"] == 0 and r["headers"] == {} for r in got)
     assert all(isinstance(r["timestamp"], int) and r["timestamp"] > 0 for r in got)
-    assert set(got[0]) == {"topic", "partition", "offset", "timestamp", "key", "value", "headers"}
+    assert set(got[0]) == {
+        "topic",
+        "partition",
+        "offset",
+        "timestamp",
+        "timestampType",
+        "key",
+        "value",
+        "headers",
+    }
 
 
 def test_text_without_separator_has_null_keys_and_round_robin(cli: Cli) -> None:
@@ -124,6 +133,7 @@ def test_json_lines_with_headers_timestamp_partition(cli: Cli) -> None:
             "partition": 0,
             "offset": 0,
             "timestamp": TS + 1,
+            "timestampType": "CreateTime",
             "key": None,
             "value": "only-value",
             "headers": {},
@@ -133,6 +143,7 @@ def test_json_lines_with_headers_timestamp_partition(cli: Cli) -> None:
             "partition": 0,
             "offset": 1,
             "timestamp": TS + 2,
+            "timestampType": "CreateTime",
             "key": None,
             "value": None,
             "headers": {},
@@ -142,6 +153,7 @@ def test_json_lines_with_headers_timestamp_partition(cli: Cli) -> None:
             "partition": 1,
             "offset": 0,
             "timestamp": TS,
+            "timestampType": "CreateTime",
             "key": "k",
             "value": "v",
             "headers": {"h": "x", "n": None},
@@ -151,6 +163,7 @@ def test_json_lines_with_headers_timestamp_partition(cli: Cli) -> None:
             "partition": 1,
             "offset": 1,
             "timestamp": TS + 3,
+            "timestampType": "CreateTime",
             "key": "k2",
             "value": "é",
             "headers": {},
@@ -161,6 +174,7 @@ def test_json_lines_with_headers_timestamp_partition(cli: Cli) -> None:
             "partition": 1,
             "offset": 2,
             "timestamp": TS + 4,
+            "timestampType": "CreateTime",
             "key_base64": "AP8=",
             "value_base64": "gA==",
             "headers_base64": [["aA==", "/w=="], ["aA==", None]],
@@ -175,7 +189,8 @@ def test_consume_json_output_produces_the_same_records(cli: Cli) -> None:
     cli.ok("produce", "a", "--key-separator", "\t", stdin=stdin)
     original = records(cli, "a")
     replay = [
-        json.dumps({k: v for k, v in r.items() if k not in ("topic", "offset")}) for r in original
+        json.dumps({k: v for k, v in r.items() if k not in ("topic", "offset", "timestampType")})
+        for r in original
     ]
     cli.ok("produce", "b", "--format", "json", stdin="\n".join(replay).encode())
     copied = records(cli, "b")
@@ -237,6 +252,7 @@ def test_start_positions(cli: Cli) -> None:
             "partition": 1,
             "offset": 4,
             "timestamp": TS + 90,
+            "timestampType": "CreateTime",
             "key": None,
             "value": "v9",
             "headers": {},

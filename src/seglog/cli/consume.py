@@ -2,9 +2,13 @@
 
 Partitions: ``--partition P``, or every partition in partition order. Each partition is read
 from its start position up to its log end offset *as it was when the command started*, then
-the command ends (it does not wait for new records). ``--max-records N`` stops after N
-records in all. Control records (transaction markers) are never printed; records of aborted
-transactions are (read_uncommitted, the console consumer's default).
+the command ends, unless ``--follow`` is given: then it keeps polling the partitions (every
+``--poll-ms``, reopening each read-only to see what other processes appended) and prints new
+records as they arrive, partition by partition, until Ctrl-C, ``--timeout-ms`` without a new
+record, or ``--max-records``. The partitions followed are those of the start.
+``--max-records N`` (Kafka's ``--max-messages``) stops after N records in all. Control
+records (transaction markers) are never printed; records of aborted transactions are
+(read_uncommitted, the console consumer's default).
 
 Start position (per partition):
 
@@ -17,13 +21,26 @@ Start position (per partition):
 
 ``--format text`` (default) writes each value's bytes as they are, one per line (``null`` for
 a null value, or ``--null-value MARKER``); ``--print-key`` writes ``key<SEP>value`` with
-``--key-separator`` (default a tab). Values holding newlines make text output ambiguous; use
-JSON for anything but plain lines.
+``--key-separator`` (default a tab). This is Kafka's console consumer layout, and its
+``--property print.timestamp=true`` (``print.partition``, ``print.offset``, ``print.headers``,
+``print.key``, ``print.value``, ``key.separator``, ``line.separator``, ``headers.separator``,
+``null.literal``) add fields exactly as Kafka prints them. Values holding newlines make text
+output ambiguous; use JSON for anything but plain lines. kcat's ``-f FORMAT`` (``%t %p %o %T
+%k %K %s %S %R %h %%``, ``\\n`` ``\\t`` escapes) prints what its format string says.
+
+Kafka's options are accepted as aliases: ``--topic``, ``--from-beginning``, ``--max-messages``,
+``--timeout-ms``, ``--isolation-level``, ``--property``, ``--formatter``. ``--isolation-level
+read_committed`` works only on partitions without transactional batches: seglog does not yet
+filter the records of aborted transactions, so it refuses (before printing anything) rather
+than print them.
 
 ``--format json`` writes one object per record, on one line::
 
-    {"topic":"t","partition":0,"offset":0,"timestamp":1700000000000,"key":"k","value":"v",
-     "headers":{"h":"x"}}
+    {"topic":"t","partition":0,"offset":0,"timestamp":1700000000000,
+     "timestampType":"CreateTime","key":"k","value":"v","headers":{"h":"x"}}
+
+``timestampType`` is ``CreateTime``, ``LogAppendTime`` (the broker stamped the batch; the
+timestamp is then the batch's, as Kafka reports it) or ``NoTimestampType`` (v0 messages).
 
 ``key`` and ``value`` are the UTF-8 text, or null for a null key or value. Bytes that are not
 valid UTF-8 are never mangled: the field is replaced by ``key_base64`` / ``value_base64``
@@ -42,7 +59,13 @@ a copy ``--offset earliest`` starts at offset 0 and ``--offset N`` accepts any N
 log end; ``--timestamp MS`` finds its offset in the log (as without the option), and the
 compacted view is read from there. Every other option works as without it.
 
-After the records, ``Processed a total of N messages`` goes to stderr (Kafka's line).
+After the records, ``Processed a total of N messages`` goes to stderr (Kafka's line), also
+after Ctrl-C (exit status 130). When the reader of stdout goes away (``seglog consume T |
+head -1``) the command stops quietly with status 0, as reading less than everything is what
+the pipeline asked for; the count line still goes to stderr.
+
+Large reads of ``--format json`` and of the plain text layout take a fast path (whole chunks
+decoded into columns, encoded in one call) that writes exactly the same bytes.
 
 Damage never shortens the output silently: a corrupt or torn batch, offsets out of place, a
 partition leader epoch going down, or (in a topic never compacted, whose configs are known)
@@ -56,32 +79,45 @@ for each range it passed over.
 from __future__ import annotations
 
 import argparse
-import base64
 import itertools
+import os
 import sys
+import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import IO, TYPE_CHECKING
 
 from seglog.cli.common import (
+    EXIT_INTERRUPTED,
     EXIT_OK,
-    command_options_parent,
-    json_line,
-    non_negative_int,
+    broker_config,
     open_manager,
-    positive_int,
+)
+from seglog.cli.consume_options import (
+    Output,
+    register_parser,
+    resolve_offset,
+    resolve_output,
+    resolve_topic,
 )
 from seglog.engine.compaction.compactor import copy_store, iter_compacted_records
+from seglog.engine.compaction.partition_reader import open_partition_log
 from seglog.engine.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
 from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
 from seglog.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicError
-from seglog.format.records import Header
+from seglog.format.batch import MAGIC_V2
+from seglog.format.reader import BatchReader, EndKind
 from seglog.format.topic_names import validate_topic_name
 
 if TYPE_CHECKING:
     from seglog.cli.common import Subparsers
 
 FETCH_MAX_BYTES = 1024 * 1024  # bytes read at a time (the first batch comes whole if larger)
+#: ``auto`` (default): the fast path for partitions holding at least FAST_PATH_MIN_BYTES;
+#: ``fast``: always where the output allows it; ``slow``: never. For tests and benchmarks.
+FAST_PATH_ENV = "SEGLOG_CONSUME_PATH"
+FAST_PATH_MIN_BYTES = 4 * 1024 * 1024  # below this, numpy/numba imports cost more than they save
+TRANSACTION_CHECK_BYTES = 8 * 1024 * 1024
 
 EPILOG = """\
 Examples:
@@ -89,75 +125,16 @@ Examples:
   seglog --data-dir D consume prices --partition 1 --offset 100 --max-records 10
   seglog --data-dir D consume prices --timestamp 1700000000000 --format json | jq .value
   seglog --data-dir D consume prices --read-compacted --print-key
+  seglog --data-dir D consume --topic prices --from-beginning --max-messages 5 \\
+      --property print.key=true --property print.timestamp=true
+  seglog --data-dir D consume prices -f '%t [%p] @%o: %k=%s\\n'
+  seglog --data-dir D consume prices --follow --timeout-ms 10000
   seglog --data-dir /var/lib/kafka/data consume orders --format json  # read-only: no lock"""
-
-
-def _offset_spec(text: str) -> str | int:
-    if text in ("earliest", "latest"):
-        return text
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected an offset (an integer >= 0), 'earliest' or 'latest', got {text!r}"
-        ) from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"an offset must be >= 0, got {value}")
-    return value
 
 
 def register(subparsers: Subparsers) -> None:
     """Add ``seglog consume``."""
-    parser = subparsers.add_parser(
-        "consume",
-        parents=[command_options_parent()],
-        help="print the records of a topic",
-        description=__doc__,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("topic", metavar="TOPIC", help="topic to read")
-    parser.add_argument(
-        "--partition",
-        type=non_negative_int,
-        metavar="P",
-        help="read only this partition (default: all, in partition order)",
-    )
-    start = parser.add_mutually_exclusive_group()
-    start.add_argument(
-        "--offset",
-        type=_offset_spec,
-        default="earliest",
-        metavar="N|earliest|latest",
-        help="where to start (default: earliest); a number needs --partition",
-    )
-    start.add_argument(
-        "--timestamp",
-        type=non_negative_int,
-        metavar="MS",
-        help="start at the first record with timestamp >= MS (epoch milliseconds)",
-    )
-    parser.add_argument(
-        "--max-records", type=positive_int, metavar="N", help="stop after N records in all"
-    )
-    parser.add_argument(
-        "--format", choices=("text", "json"), default="text", help="text (default) or json"
-    )
-    parser.add_argument(
-        "--print-key", action="store_true", help="text: print key<SEP>value instead of value"
-    )
-    parser.add_argument(
-        "--key-separator",
-        default="\t",
-        metavar="SEP",
-        help="text: what separates key and value with --print-key (default: a tab)",
-    )
-    parser.add_argument(
-        "--null-value",
-        default="null",
-        metavar="MARKER",
-        help="text: what a null key or value prints as (default: null)",
-    )
+    parser = register_parser(subparsers, __doc__ or "", EPILOG)
     parser.add_argument(
         "--read-compacted",
         action="store_true",
@@ -171,60 +148,6 @@ def register(subparsers: Subparsers) -> None:
         "stop with an error naming the file, position and offset)",
     )
     parser.set_defaults(handler=run)
-
-
-# --- rendering --------------------------------------------------------------------------------
-
-
-def _text_or_none(data: bytes) -> str | None:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _put_bytes(obj: dict[str, Any], name: str, data: bytes | None) -> None:
-    """``obj[name]`` = text or null; ``obj[name_base64]`` instead when not UTF-8."""
-    if data is None:
-        obj[name] = None
-        return
-    text = _text_or_none(data)
-    if text is None:
-        obj[f"{name}_base64"] = base64.b64encode(data).decode("ascii")
-    else:
-        obj[name] = text
-
-
-def _put_headers(obj: dict[str, Any], headers: tuple[Header, ...]) -> None:
-    as_text: dict[str, str | None] = {}
-    for header in headers:
-        key = _text_or_none(header.key_bytes())
-        value = None if header.value is None else _text_or_none(header.value)
-        if key is None or key in as_text or (header.value is not None and value is None):
-            obj["headers_base64"] = [
-                [
-                    base64.b64encode(h.key_bytes()).decode("ascii"),
-                    None if h.value is None else base64.b64encode(h.value).decode("ascii"),
-                ]
-                for h in headers
-            ]
-            return
-        as_text[key] = value
-    obj["headers"] = as_text
-
-
-def record_json(topic: str, partition: int, record: ConsumedRecord) -> dict[str, Any]:
-    """The ``--format json`` object of a record (see the module docstring)."""
-    obj: dict[str, Any] = {
-        "topic": topic,
-        "partition": partition,
-        "offset": record.offset,
-        "timestamp": record.timestamp,
-    }
-    _put_bytes(obj, "key", record.key)
-    _put_bytes(obj, "value", record.value)
-    _put_headers(obj, record.headers)
-    return obj
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -325,29 +248,7 @@ def read_compacted_partition(
             close()
 
 
-def _binary_stdout() -> IO[bytes]:
-    sys.stdout.flush()
-    return sys.stdout.buffer
-
-
-def run(args: argparse.Namespace) -> int:
-    """Entry point of ``seglog consume``."""
-    validate_topic_name(args.topic)
-    if isinstance(args.offset, int) and args.partition is None:
-        raise InvalidConfigError("--offset N needs --partition (offsets are per partition)")
-    separator = args.key_separator.encode("utf-8", "surrogateescape")
-    null_marker = args.null_value.encode("utf-8", "surrogateescape")
-    is_json = args.format == "json"
-    out = _binary_stdout()
-    counted = _Count()
-    try:
-        _consume(args, out, separator, null_marker, is_json, counted)
-    finally:
-        # Kafka's closing line, also when the read stopped at damage (the error follows it);
-        # not when the command failed before reading (a wrong path or topic).
-        if counted.is_reading:
-            print(f"Processed a total of {counted.records} messages", file=sys.stderr)
-    return EXIT_OK
+# --- the command ------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -356,54 +257,252 @@ class _Count:
     is_reading: bool = False
 
 
-def _consume(
-    args: argparse.Namespace,
-    out: IO[bytes],
-    separator: bytes,
-    null_marker: bytes,
-    is_json: bool,
-    counted: _Count,
-) -> None:
-    total = 0
+@dataclass(slots=True)
+class _Reading:
+    """What every partition read of one command shares."""
+
+    topic: str
+    output: Output
+    limit: int | None
+    read_compacted: bool
+    skip_corrupt: bool
+    read_committed: bool
+    out: IO[bytes]
+    counted: _Count
+    scans: dict[int, ScanOptions] = field(default_factory=dict)
+
+    @property
+    def remaining(self) -> int | None:
+        """Records still allowed by ``--max-records`` (None: no limit)."""
+        return None if self.limit is None else self.limit - self.counted.records
+
+
+def run(args: argparse.Namespace) -> int:
+    """Entry point of ``seglog consume``."""
+    topic = resolve_topic(args)
+    validate_topic_name(topic)
+    offset = resolve_offset(args)
+    if isinstance(offset, int) and args.partition is None:
+        raise InvalidConfigError("--offset N needs --partition (offsets are per partition)")
+    output = resolve_output(args)
+    sys.stdout.flush()
+    counted = _Count()
+    reading = _Reading(
+        topic=topic,
+        output=output,
+        limit=args.max_records,
+        read_compacted=args.read_compacted,
+        skip_corrupt=args.skip_corrupt,
+        read_committed=args.isolation_level == "read_committed",
+        out=sys.stdout.buffer,
+        counted=counted,
+    )
+    status = EXIT_OK
+    try:
+        _consume(args, offset, reading)
+        reading.out.flush()
+    except KeyboardInterrupt:
+        # Kafka's console consumer prints its count on Ctrl-C too.
+        counted.is_reading = True
+        status = EXIT_INTERRUPTED
+        _flush_quietly(reading.out)
+    except BrokenPipeError:
+        # The reader of stdout went away (``| head -1``): it asked for no more. Stop quietly.
+        _silence_stdout()
+    finally:
+        # Kafka's closing line, also when the read stopped at damage (the error follows it);
+        # not when the command failed before reading (a wrong path or topic).
+        if counted.is_reading:
+            print(f"Processed a total of {counted.records} messages", file=sys.stderr)
+    return status
+
+
+def _flush_quietly(out: IO[bytes]) -> None:
+    try:
+        out.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+    except OSError:
+        pass
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real file descriptor (e.g. captured)
+        pass
+
+
+def _consume(args: argparse.Namespace, offset: str | int, reading: _Reading) -> None:
+    topic = reading.topic
+    positions: dict[int, int] = {}
     with open_manager(args) as manager:
         checkpoints = manager.cleaner_checkpoints()
         if args.partition is None:
-            partitions = manager.partitions_of(args.topic)
+            partitions = manager.partitions_of(topic)
             if not partitions:
-                raise UnknownTopicError(f"topic {args.topic!r} does not exist")
+                raise UnknownTopicError(f"topic {topic!r} does not exist")
         else:
             partitions = [args.partition]
+        plans: list[tuple[int, Log, int, int]] = []
         for partition in partitions:
-            log = manager.get_log(args.topic, partition)
+            log = manager.get_log(topic, partition)
             end = log.log_end_offset
-            first = start_offset(
-                log, args.offset, args.timestamp, read_compacted=args.read_compacted
-            )
-            limit = None if args.max_records is None else args.max_records - total
-            if limit == 0:
-                break
-            reader = read_compacted_partition if args.read_compacted else read_partition
-            scan = ScanOptions(
+            first = start_offset(log, offset, args.timestamp, read_compacted=args.read_compacted)
+            if reading.read_committed:
+                refuse_transactions(log, first, end)
+            reading.scans[partition] = ScanOptions(
                 skip_corrupt=args.skip_corrupt,
                 # A log never compacted has contiguous offsets: a gap there is damage. A
                 # broker's topic whose configs are unknown may have been compacted there.
-                check_gaps=manager.is_config_known(args.topic)
+                check_gaps=manager.is_config_known(topic)
                 and not log.config.is_compacted
-                and (args.topic, partition) not in checkpoints,
+                and (topic, partition) not in checkpoints,
                 on_skip=report_skipped,
             )
-            counted.is_reading = True
-            for record in reader(log, first, end, limit, scan):
-                total += 1
-                counted.records = total
-                if is_json:
-                    line = json_line(record_json(args.topic, partition, record)).encode()
-                    out.write(line + b"\n")
+            plans.append((partition, log, first, end))
+        reading.counted.is_reading = True
+        for partition, log, first, end in plans:
+            if reading.remaining == 0:
+                return
+            read_range(reading, log, partition, first, end)
+            positions[partition] = end
+    if args.follow:
+        reading.out.flush()
+        _follow(args, reading, positions)
+
+
+def _follow(args: argparse.Namespace, reading: _Reading, positions: dict[int, int]) -> None:
+    """Poll the partitions for records appended after ``positions`` (module docstring)."""
+    broker = broker_config(args)
+    timeout = None if args.timeout_ms is None else args.timeout_ms / 1000
+    last_data = time.monotonic()
+    while reading.remaining != 0:
+        time.sleep(args.poll_ms / 1000)
+        before = reading.counted.records
+        for partition, position in positions.items():
+            log = open_partition_log(broker, reading.topic, partition)
+            try:
+                end = log.log_end_offset
+                if end > position:
+                    if reading.read_committed:
+                        refuse_transactions(log, position, end)
+                    read_range(reading, log, partition, position, end)
+                    positions[partition] = end
+            finally:
+                log.close()
+            if reading.remaining == 0:
+                break
+        reading.out.flush()
+        now = time.monotonic()
+        if reading.counted.records > before:
+            last_data = now
+        elif timeout is not None and now - last_data >= timeout:
+            return
+
+
+def read_range(reading: _Reading, log: Log, partition: int, first: int, end: int) -> None:
+    """Write the records of ``[first, end)`` of one partition, fast path first when it fits."""
+    skip = 0
+    if _use_fast_path(reading, log):
+        from seglog.cli.consume_fast import FastRequest, FastState, fast_lines
+
+        layout = reading.output.layout
+        request = FastRequest(
+            topic=reading.topic,
+            partition=partition,
+            first=first,
+            end=end,
+            limit=reading.remaining,
+            check_gaps=reading.scans[partition].check_gaps,
+            kind=reading.output.kind,
+            print_key=layout is not None and layout.print_key,
+            key_separator=b"\t" if layout is None else layout.key_separator,
+            null_literal=b"null" if layout is None else layout.null_literal,
+        )
+        state = FastState()
+        base = reading.counted.records
+        for piece in fast_lines(log, request, state):
+            reading.out.write(piece)
+            reading.counted.records = base + state.records
+        if not state.handed_over:
+            return
+        skip = state.records
+        reading.counted.records = base  # the slow path counts them again below
+    limit = reading.remaining
+    reader = read_compacted_partition if reading.read_compacted else read_partition
+    records = reader(log, first, end, limit, reading.scans[partition])
+    render, topic, out, counted = reading.output.render, reading.topic, reading.out, reading.counted
+    for index, record in enumerate(records):
+        counted.records += 1
+        if index >= skip:
+            out.write(render(topic, partition, record))
+
+
+def _use_fast_path(reading: _Reading, log: Log) -> bool:
+    output = reading.output
+    fits = output.kind == "json" or (
+        output.kind == "text"
+        and output.layout is not None
+        and output.layout.is_value_and_key_only
+        and output.layout.line_separator == b"\n"
+    )
+    if not fits or reading.read_compacted or reading.skip_corrupt:
+        return False
+    choice = os.environ.get(FAST_PATH_ENV, "auto").strip().lower()
+    if choice in ("fast", "slow"):
+        return choice == "fast"
+    return sum(segment.size for segment in log.segments) >= FAST_PATH_MIN_BYTES
+
+
+def refuse_transactions(log: Log, first: int, end: int) -> None:
+    """``read_committed``: raise when a batch of ``[first, end)`` is transactional.
+
+    seglog does not yet filter the records of aborted transactions; on a partition without
+    transactional batches read_committed reads exactly what read_uncommitted reads.
+    """
+    found = first_transactional_offset(log, first, end)
+    if found is not None:
+        raise InvalidConfigError(
+            f"--isolation-level read_committed: seglog does not yet filter aborted "
+            f"transactions, and {log.topic_partition} holds transactional batches (the first "
+            f"at offset {found}); use --isolation-level read_uncommitted to read every record"
+        )
+
+
+def first_transactional_offset(log: Log, first: int, end: int) -> int | None:
+    """Base offset of the first transactional batch with offsets in ``[first, end)``, if any
+    (batch headers only; damage is left to the read, which reports it)."""
+    segments = log.segments
+    for index, segment in enumerate(segments):
+        following = segments[index + 1].base_offset if index + 1 < len(segments) else None
+        if following is not None and following <= first:
+            continue
+        if segment.base_offset >= end:
+            return None
+        position, size, wanted = 0, segment.size, TRANSACTION_CHECK_BYTES
+        while position < size:
+            data = segment.read_at(position, min(wanted, size - position))
+            reader = BatchReader(data, base_position=position)
+            advanced = False
+            for batch in reader:
+                advanced = True
+                if batch.last_offset < first:
                     continue
-                value = null_marker if record.value is None else record.value
-                if args.print_key:
-                    key = null_marker if record.key is None else record.key
-                    out.write(key + separator + value + b"\n")
-                else:
-                    out.write(value + b"\n")
-        out.flush()
+                if batch.base_offset >= end:
+                    return None
+                if batch.magic == MAGIC_V2 and batch.is_transactional:
+                    return batch.base_offset
+            ending = reader.end
+            if ending is None or ending.kind is not EndKind.TORN_TAIL:
+                break
+            if position + len(data) >= size:
+                break
+            if not advanced:
+                wanted = len(data) + (ending.bytes_needed or 1)
+                continue
+            position = ending.position
+    return None

@@ -1,0 +1,358 @@
+"""The fast path of ``seglog consume``: whole chunks decoded as columns, written in one call.
+
+:func:`fast_lines` yields, for one partition, the same bytes as rendering each record of
+:meth:`seglog.engine.log.Log.iter_records` one by one (the *slow path*), in large pieces:
+
+* each segment is read ``CHUNK_BYTES`` at a time and decoded by
+  :func:`seglog.format.columnar.scan_columns` (numpy columns, no object per record);
+* ``--format json``: the key and value texts of a chunk are escaped by one orjson call per
+  column (a list of strings, cut again at the ``","`` between elements), offsets and
+  timestamps are printed by one orjson call on a numpy array, and each line is joined from
+  six pieces (the constant parts are picked per record from small tables by timestamp type
+  and null key/value) in one ``bytes.join`` per chunk. orjson and the slow path's
+  ``json.dumps(ensure_ascii=False, separators=(",", ":"))`` escape strings identically;
+* plain text (value, or key, separator, value): spans joined by ``bytes.join``.
+
+**Identical output, always.** Before a chunk's records are written, every check of the slow
+path's record scan is redone on the whole chunk, vectorised: a clean end (or a torn tail that
+is only the chunk's cut), v2 batches only, offsets inside the segment, above the previous
+batch and rising row by row, ``partitionLeaderEpoch`` never below -1 nor going down, no gap
+when gaps are damage, the log start offset not past the reader. When any check fails,
+when a malformed record raises, or when a chunk holds something the fast renderers do not
+cover (headers, bytes that are not UTF-8), the fast path hands over: it stops, and the
+caller reads the partition again through the slow path from the same first offset, dropping
+the records already written (counted). The slow path then writes the rest, and reports the
+damage exactly as it always does (same message, same point in the output). Records written
+by the fast path were all before the hand-over point, so the output is the slow path's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+from seglog.engine.log import Log
+from seglog.errors import CorruptRecordError
+from seglog.format.batch import MAGIC_V2
+from seglog.format.columnar import RecordColumns, scan_columns
+from seglog.format.reader import EndKind
+
+CHUNK_BYTES = 8 * 1024 * 1024
+_NO_EPOCH = -1
+
+
+@dataclass(slots=True)
+class FastState:
+    """How far the fast path got: ``records`` written, and whether it handed over."""
+
+    records: int = 0
+    handed_over: bool = False
+    limit_reached: bool = False
+    # The scan's running checks across chunks.
+    previous_last: int | None = None
+    max_epoch: int = _NO_EPOCH
+    pieces: list[bytes] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class FastRequest:
+    """One partition's read: offsets ``[first, end)``, at most ``limit`` records."""
+
+    topic: str
+    partition: int
+    first: int
+    end: int
+    limit: int | None
+    check_gaps: bool
+    kind: str  # "json" or "text"
+    print_key: bool = False
+    key_separator: bytes = b"\t"
+    null_literal: bytes = b"null"
+
+
+def fast_lines(log: Log, request: FastRequest, state: FastState) -> Iterator[bytes]:
+    """The output bytes of ``request``, chunk by chunk (module docstring); sets
+    ``state.handed_over`` and stops when the slow path must take over."""
+    if request.first >= request.end or request.limit == 0:
+        return
+    segments = log.segments
+    bases = [s.base_offset for s in segments]
+    index = max(0, int(np.searchsorted(bases, request.first, side="right")) - 1)
+    position: int | None = None
+    while index < len(segments):
+        segment = segments[index]
+        try:
+            location = segment.translate_offset(request.first)
+        except CorruptRecordError:
+            state.handed_over = True
+            return
+        if location is not None:
+            position = location.position
+            break
+        index += 1
+    if position is None:
+        return
+    cursor = request.first
+    while index < len(segments) and cursor < request.end:
+        segment = segments[index]
+        next_base = segments[index + 1].base_offset if index + 1 < len(segments) else None
+        size = segment.size
+        while position < size and cursor < request.end:
+            if cursor < log.log_start_offset:
+                state.handed_over = True
+                return
+            wanted = min(CHUNK_BYTES, size - position)
+            data = segment.read_at(position, wanted)
+            try:
+                columns = scan_columns(data, base_position=position)
+            except CorruptRecordError:
+                state.handed_over = True
+                return
+            step = _chunk_step(columns, data, wanted, position, size)
+            if step is None or not _checks_pass(
+                columns, segment.base_offset, next_base, request, state
+            ):
+                state.handed_over = True
+                return
+            piece = _render(columns, data, request, state)
+            if piece is None:
+                state.handed_over = True
+                return
+            if piece:
+                yield piece
+            last = int(columns.batches.last_offset[-1])
+            cursor = max(cursor, last + 1)
+            if state.limit_reached:
+                return
+            position = step
+        index += 1
+        position = 0
+
+
+def _chunk_step(
+    columns: RecordColumns, data: bytes, wanted: int, position: int, size: int
+) -> int | None:
+    """Where the next chunk starts, or None when the chunk's ending is not plain."""
+    if len(columns.batches) == 0 or len(data) < wanted:
+        return None
+    end = columns.end
+    if end.kind is EndKind.CLEAN:
+        return end.position
+    if end.kind is EndKind.TORN_TAIL and position + len(data) < size:
+        return end.position  # the chunk's cut: read on from there
+    return None
+
+
+def _checks_pass(
+    columns: RecordColumns,
+    segment_base: int,
+    next_base: int | None,
+    request: FastRequest,
+    state: FastState,
+) -> bool:
+    """The slow path's placement, order, epoch and gap checks, on a whole chunk."""
+    batches = columns.batches
+    if (batches.magic != MAGIC_V2).any():
+        return False
+    base, last = batches.base_offset, batches.last_offset
+    if int(base[0]) < segment_base or (next_base is not None and int(last.max()) >= next_base):
+        return False
+    previous = np.empty_like(last)
+    previous[1:] = last[:-1]
+    has_previous = np.ones(len(last), dtype=bool)
+    if state.previous_last is None:
+        has_previous[0] = False
+        previous[0] = 0
+    else:
+        previous[0] = state.previous_last
+    if (has_previous & (base <= previous)).any():
+        return False
+    if request.check_gaps and (has_previous & (base != previous + 1)).any():
+        return False
+    epochs = batches.partition_leader_epoch.astype(np.int64)
+    if (epochs < _NO_EPOCH).any():
+        return False
+    running = np.maximum.accumulate(np.concatenate(([state.max_epoch], epochs)))[:-1]
+    if ((epochs != _NO_EPOCH) & (epochs < running)).any():
+        return False
+    offsets = columns.offset
+    if len(offsets):
+        row_batch = columns.batch_index
+        if (offsets < base[row_batch]).any() or (offsets > last[row_batch]).any():
+            return False
+        if len(offsets) > 1 and (np.diff(offsets) <= 0).any():
+            return False
+    state.previous_last = int(last[-1])
+    state.max_epoch = int(max(state.max_epoch, int(epochs.max())))
+    return True
+
+
+def _selected_rows(columns: RecordColumns, request: FastRequest, state: FastState) -> slice:
+    offsets = columns.offset
+    low = int(np.searchsorted(offsets, request.first, side="left"))
+    high = int(np.searchsorted(offsets, request.end, side="left"))
+    if request.limit is not None:
+        room = request.limit - state.records
+        if high - low >= room:
+            high = low + room
+            state.limit_reached = True
+    return slice(low, high)
+
+
+def _render(
+    columns: RecordColumns, data: bytes, request: FastRequest, state: FastState
+) -> bytes | None:
+    """The chunk's output, or None when it holds what only the slow path renders."""
+    rows = _selected_rows(columns, request, state)
+    if rows.stop <= rows.start:
+        return b""
+    if (columns.header_count[rows] != 0).any():
+        return None
+    raw = data if columns.is_zero_copy else columns.data.tobytes()
+    if request.kind == "json":
+        piece = _json(columns, rows, raw, request)
+    else:
+        piece = _text(
+            raw,
+            columns.key_position[rows].tolist(),
+            columns.key_length[rows].tolist(),
+            columns.value_position[rows].tolist(),
+            columns.value_length[rows].tolist(),
+            request,
+        )
+    if piece is not None:
+        state.records += rows.stop - rows.start
+    return piece
+
+
+def _span_texts(
+    raw: bytes,
+    latin: str,
+    high: npt.NDArray[np.int64],
+    position: npt.NDArray[np.int64],
+    length: npt.NDArray[np.int32],
+) -> list[str] | None:
+    """Each span as text ("" for a null), or None when a span is not UTF-8.
+
+    ``latin`` is the chunk decoded as Latin-1 (one character per byte, so byte positions are
+    character positions) and ``high`` the sorted positions of its bytes >= 0x80: a span
+    without one is ASCII, and its Latin-1 slice is its UTF-8 text; the others are decoded as
+    UTF-8 one by one.
+    """
+    valid = length >= 0
+    starts = np.where(valid, position, 0)
+    ends = starts + np.maximum(length, 0)
+    texts = [latin[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+    if len(high):
+        not_ascii = np.searchsorted(high, ends) != np.searchsorted(high, starts)
+        for row in np.flatnonzero(not_ascii).tolist():
+            start = int(starts[row])
+            try:
+                texts[row] = raw[start : int(ends[row])].decode()
+            except UnicodeDecodeError:
+                return None
+    return texts
+
+
+def _escaped(texts: list[str]) -> list[bytes]:
+    """Each text as the inside of a JSON string: one orjson call on the list, cut at the
+    ``","`` between elements (inside a JSON string every ``"`` is escaped, so a ``"`` that
+    follows a ``,`` is always structural)."""
+    return orjson.dumps(texts)[2:-2].split(b'","')
+
+
+def _numbers(
+    head: bytes, offsets: npt.NDArray[np.int64], timestamps: npt.NDArray[np.int64], tail: bytes
+) -> list[bytes]:
+    """``HEAD N,"timestamp":T TAIL`` per record, from one orjson call, two replaces and a
+    split (orjson never writes a 0 byte: control characters are escaped)."""
+    pairs = np.column_stack((offsets, timestamps))
+    body = orjson.dumps(pairs, option=orjson.OPT_SERIALIZE_NUMPY)[2:-2]
+    body = body.replace(b",", b',"timestamp":').replace(b'],"timestamp":[', tail + b"\x00" + head)
+    return (head + body + tail).split(b"\x00")
+
+
+def _json(columns: RecordColumns, rows: slice, raw: bytes, request: FastRequest) -> bytes | None:
+    """JSON lines (module docstring): the same bytes as ``json_record_line`` per record."""
+    key_length = columns.key_length[rows]
+    value_length = columns.value_length[rows]
+    latin = raw.decode("latin-1")
+    high = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) >= 0x80)
+    keys = _span_texts(raw, latin, high, columns.key_position[rows], key_length)
+    values = _span_texts(raw, latin, high, columns.value_position[rows], value_length)
+    if keys is None or values is None:
+        return None
+    batch_index = columns.batch_index[rows]
+    log_append = columns.batches.is_log_append_time[batch_index]
+    timestamps = columns.timestamp[rows]
+    if log_append.any():
+        timestamps = np.where(log_append, columns.batches.max_timestamp[batch_index], timestamps)
+    head = b'{"topic":%s,"partition":%d,"offset":' % (
+        orjson.dumps(request.topic),
+        request.partition,
+    )
+    key_null = (key_length < 0).astype(np.int64)
+    value_null = (value_length < 0).astype(np.int64)
+    kinds = log_append.astype(np.int64)
+    count = len(keys)
+    parts: list[bytes] = [b""] * (6 * count)
+    parts[0::6] = _numbers(head, columns.offset[rows], timestamps, b"")
+    parts[1::6] = _KEY_OPENINGS[kinds * 2 + key_null].tolist()
+    parts[2::6] = _escaped(keys)
+    parts[3::6] = _VALUE_OPENINGS[key_null * 2 + value_null].tolist()
+    parts[4::6] = _escaped(values)
+    parts[5::6] = _CLOSINGS[value_null].tolist()
+    return b"".join(parts)
+
+
+def _object_table(items: list[bytes]) -> npt.NDArray[np.object_]:
+    table = np.empty(len(items), dtype=object)
+    table[:] = items
+    return table
+
+
+# Index: timestamp type (0 CreateTime, 1 LogAppendTime) * 2 + key is null.
+_KEY_OPENINGS = _object_table(
+    [
+        b',"timestampType":"%s","key":%s' % (kind, opening)
+        for kind in (b"CreateTime", b"LogAppendTime")
+        for opening in (b'"', b"null")
+    ]
+)
+# Index: key is null * 2 + value is null.
+_VALUE_OPENINGS = _object_table(
+    [
+        b'%s,"value":%s' % (closing, opening)
+        for closing in (b'"', b"")
+        for opening in (b'"', b"null")
+    ]
+)
+_CLOSINGS = _object_table([b'","headers":{}}\n', b',"headers":{}}\n'])
+
+
+def _text(
+    raw: bytes,
+    key_position: list[int],
+    key_length: list[int],
+    value_position: list[int],
+    value_length: list[int],
+    request: FastRequest,
+) -> bytes:
+    null = request.null_literal
+    values = [
+        null if length < 0 else raw[start : start + length]
+        for start, length in zip(value_position, value_length, strict=True)
+    ]
+    if request.print_key:
+        separator = request.key_separator
+        keys = [
+            null if length < 0 else raw[start : start + length]
+            for start, length in zip(key_position, key_length, strict=True)
+        ]
+        lines = [key + separator + value for key, value in zip(keys, values, strict=True)]
+        return b"\n".join(lines) + b"\n"
+    return b"\n".join(values) + b"\n"

@@ -1,0 +1,116 @@
+"""``seglog consume`` as a real process: Ctrl-C, a closed pipe, ``--follow``."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+WAIT_S = 60  # generous: the machine is shared; never a timing assertion
+
+
+def env() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+def command(data_dir: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "seglog.cli", "--data-dir", str(data_dir), *args]
+
+
+def seglog(data_dir: Path, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        command(data_dir, *args),
+        input=stdin,
+        capture_output=True,
+        env=env(),
+        timeout=WAIT_S,
+        check=False,
+    )
+
+
+@pytest.fixture
+def topic(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    assert seglog(data, "topics", "create", "t", "--partitions", "1").returncode == 0
+    lines = b"".join(b"value-%d\n" % i for i in range(20_000))
+    assert seglog(data, "produce", "t", stdin=lines).returncode == 0
+    return data
+
+
+def test_head_closes_the_pipe_and_consume_exits_0(topic: Path) -> None:
+    for fmt in ("text", "json"):
+        script = f"set -o pipefail; {shlex.join(command(topic, 'consume', 't', '--format', fmt))}"
+        done = subprocess.run(
+            ["bash", "-c", script + " | head -1"],
+            capture_output=True,
+            env=env(),
+            timeout=WAIT_S,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        assert len(done.stdout.splitlines()) == 1
+        assert b"Traceback" not in done.stderr and b"error" not in done.stderr
+
+
+def test_ctrl_c_prints_the_count_and_exits_130(topic: Path) -> None:
+    process = subprocess.Popen(
+        command(topic, "consume", "t", "--follow", "--poll-ms", "50"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(),
+    )
+    try:
+        assert process.stdout is not None
+        for _ in range(20_000):  # every record, then it waits for more
+            assert process.stdout.readline()
+        process.send_signal(signal.SIGINT)
+        _, err = process.communicate(timeout=WAIT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130
+    assert err.decode().strip().splitlines() == ["Processed a total of 20000 messages"]
+
+
+def test_follow_prints_records_appended_later(topic: Path) -> None:
+    process = subprocess.Popen(
+        command(topic, "consume", "t", "--follow", "--poll-ms", "50", "--max-messages", "20002"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(),
+    )
+    try:
+        assert process.stdout is not None
+        for _ in range(20_000):  # every record, then it waits for more
+            assert process.stdout.readline()
+        assert seglog(topic, "produce", "t", stdin=b"new-1\nnew-2\n").returncode == 0
+        out, err = process.communicate(timeout=WAIT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    assert out == b"new-1\nnew-2\n"
+    assert err == b"Processed a total of 20002 messages\n"
+
+
+def test_follow_ends_after_timeout_without_new_records(topic: Path) -> None:
+    done = seglog(
+        topic,
+        "consume",
+        "t",
+        "--follow",
+        "--poll-ms",
+        "20",
+        "--timeout-ms",
+        "200",
+        "--max-messages",
+        "30000",
+    )
+    assert done.returncode == 0
+    assert len(done.stdout.splitlines()) == 20_000
+    assert done.stderr == b"Processed a total of 20000 messages\n"
