@@ -22,8 +22,8 @@ if __package__ in (None, ""):  # run as a script: python bench/run_all.py
 
 from bench import (
     bench_cleaner,
-    bench_cli_startup,
     bench_cli_consume,
+    bench_cli_startup,
     bench_compacted,
     bench_format,
     bench_hash,
