@@ -142,11 +142,43 @@ def broker_properties(args: argparse.Namespace) -> dict[str, str]:
     return properties
 
 
-def broker_config(args: argparse.Namespace) -> BrokerConfig:
-    """The :class:`BrokerConfig` of the command line (see :func:`broker_properties`)."""
-    from seglog.config import BrokerConfig
+def broker_config(args: argparse.Namespace, *, writes: bool = False) -> BrokerConfig:
+    """The :class:`BrokerConfig` of the command line (see :func:`broker_properties`).
 
-    return BrokerConfig.from_properties(broker_properties(args))
+    A log directory in an object store (``--data-dir s3://bucket/prefix``; credentials and
+    endpoint from the AWS environment) is read through its local read-only mirror
+    (:mod:`seglog.storage.log_dir_mirror`), so a read command gives exactly what it gives on a
+    local copy of the directory; a command that writes refuses it.
+    """
+    from seglog.config import BrokerConfig
+    from seglog.storage.object_store import is_remote
+
+    properties = broker_properties(args)
+    roots = [d for d in properties.get("log.dirs", properties.get("log.dir", "")).split(",") if d]
+    if any(is_remote(d) for d in roots):
+        if writes:
+            remote = next(d for d in roots if is_remote(d))
+            raise InvalidConfigError(
+                f"log directory {remote} is in object storage, which seglog only reads: this "
+                "command changes data; run it on a local log directory (read commands such as "
+                "consume, topics describe, verify and report work on object storage)"
+            )
+        properties.pop("log.dir", None)
+        properties["log.dirs"] = ",".join(_local_root(d) for d in roots)
+    return BrokerConfig.from_properties(properties)
+
+
+def _local_root(directory: str) -> str:
+    """``directory``, or its read-only local mirror when it is in an object store."""
+    from seglog.storage.log_dir_mirror import mirror
+    from seglog.storage.object_store import ObjectLocation, is_remote
+
+    if not is_remote(directory):
+        return directory
+    location = ObjectLocation(directory)
+    if not location.exists():
+        raise InvalidConfigError(f"log directory {directory} does not exist (no object there)")
+    return str(mirror(location))
 
 
 # --- opening the manager ----------------------------------------------------------------------
@@ -241,7 +273,7 @@ def open_manager(
     from seglog.cli.progress import ProgressBar
     from seglog.engine.log_manager import LogManager
 
-    broker = broker_config(args)
+    broker = broker_config(args, writes=writes)
     if writes and is_read_only(args):
         raise InvalidConfigError(
             "--read-only: this command changes data, so it must open the log directories "

@@ -239,8 +239,21 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     dumper = Dumper(options_from_args(args), sys.stdout, sys.stderr)
     for path in files:
-        dumper.dump(path)
+        dumper.dump(local_copy_of(path), shown=path)
     return dumper.finish()
+
+
+def local_copy_of(path: str) -> str:
+    """``path``, or for a file in an object store (``s3://bucket/dir/0...0.log``) the same file
+    in the read-only local mirror of its directory (its neighbours too: an index is checked
+    against its ``.log``)."""
+    from seglog.storage.log_dir_mirror import mirror
+    from seglog.storage.object_store import ObjectLocation, is_remote
+
+    if not is_remote(path):
+        return path
+    directory, _, name = path.rstrip("/").rpartition("/")
+    return str(mirror(ObjectLocation(directory), lambda relative: "/" not in relative) / name)
 
 
 # --- the dumper -----------------------------------------------------------------------------------
@@ -300,9 +313,10 @@ class Dumper:
         self.note(f"seglog: warning: {message}")
 
     # -- dispatch --------------------------------------------------------------------------------
-    def dump(self, path: str) -> None:
-        """Dump one file, dispatching on the text after the last dot of its name."""
-        self.heading(f"Dumping {path}")
+    def dump(self, path: str, *, shown: str | None = None) -> None:
+        """Dump one file, dispatching on the text after the last dot of its name; the
+        heading names ``shown`` (the path the user gave) when given."""
+        self.heading(f"Dumping {shown or path}")
         name = os.path.basename(path.rstrip(os.sep)) or path
         suffix = file_suffix(name)
         try:
