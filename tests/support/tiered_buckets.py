@@ -10,6 +10,7 @@ seglog. Everything here writes into the test's own tmp directories only.
 from __future__ import annotations
 
 import base64
+import itertools
 import json
 import os
 import secrets
@@ -50,7 +51,7 @@ def closed_segments(partition_dir: Path) -> list[Closed]:
     """The partition's segments except the last (the active one), with their end offsets."""
     bases = sorted(int(p.stem) for p in partition_dir.glob("*.log"))
     out = []
-    for base, following in zip(bases, bases[1:], strict=False):
+    for base, following in itertools.pairwise(bases):
         stem = f"{base:020d}"
         files = {
             suffix: partition_dir / (stem + suffix)
@@ -64,6 +65,10 @@ def closed_segments(partition_dir: Path) -> list[Closed]:
         assert end < following
         out.append(Closed(base, end, files, max(int(b.max_timestamp) for b in batches)))
     return out
+
+
+def _read(path: Path | None) -> bytes:
+    return b"" if path is None else path.read_bytes()
 
 
 def _epoch_checkpoint(start: int) -> bytes:
@@ -115,8 +120,8 @@ def write_aiven(
             }
         Path(f"{stem}.log").write_bytes(b"".join(stored))
         parts = [
-            ("offset", seg.files[".index"].read_bytes()),
-            ("timestamp", seg.files[".timeindex"].read_bytes()),
+            ("offset", _read(seg.files.get(".index"))),
+            ("timestamp", _read(seg.files.get(".timeindex"))),
             ("producerSnapshot", b""),
             ("leaderEpoch", _epoch_checkpoint(seg.base)),
         ]
@@ -205,7 +210,9 @@ def update_record(
     )
 
 
-def write_metadata_log(log_dir: Path, records: list[RemoteLogMetadata], partitions: int = 3) -> None:
+def write_metadata_log(
+    log_dir: Path, records: list[RemoteLogMetadata], partitions: int = 3
+) -> None:
     """``__remote_log_metadata`` as a real Kafka log (all records in partition 1)."""
     with open_log_dirs([log_dir]) as manager:
         manager.create_topic("__remote_log_metadata", partitions, {"segment.bytes": "1024"})

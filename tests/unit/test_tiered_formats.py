@@ -45,7 +45,9 @@ def test_metadata_records_round_trip_and_hand_bytes() -> None:
             1, SID, 0, 1000, 2, 10**9, 2 * 10**9, ((0, 0), (1, 200)), 4096, b"\x00", 1,
             txn_index_empty=True, broker_leader_epoch=7,
         ),
-        RemoteLogSegmentMetadataUpdateRecord(1, SID, 2, 5, None, 3, broker_leader_epoch=4, end_offset=99),
+        RemoteLogSegmentMetadataUpdateRecord(
+            1, SID, 2, 5, None, 3, broker_leader_epoch=4, end_offset=99
+        ),
         RemotePartitionDeleteMetadataRecord(0, TIP, 2, 5, 0),
         RemoteLogSegmentMetadataSnapshotRecord(0, SID.id, 0, 9, 1, 2, 3, ((0, 0),), 10, None, 1),
     ]  # fmt: skip
@@ -93,7 +95,8 @@ MANIFEST = {
     "version": "1",
     "chunkIndex": {"type": "fixed", "originalChunkSize": 4194304, "originalFileSize": 1000,
                    "transformedChunkSize": 4194304, "finalTransformedChunkSize": 1000},
-    "segmentIndexes": {"offset": {"position": 0, "size": 1}, "timestamp": {"position": 1, "size": 1},
+    "segmentIndexes": {"offset": {"position": 0, "size": 1},
+                       "timestamp": {"position": 1, "size": 1},
                        "producerSnapshot": {"position": 2, "size": 1},
                        "leaderEpoch": {"position": 3, "size": 1}, "transaction": None},
     "compression": False,
@@ -120,7 +123,9 @@ def test_manifest_as_the_plugin_writes_it() -> None:
 def test_encrypted_and_iceberg_manifests_are_refused() -> None:
     encrypted = dict(MANIFEST, encryption={"dataKey": "k:AAAA", "aad": "AAAA"})
     with pytest.raises(EncryptedRemoteSegmentError, match="encrypted") as info:
-        parse_manifest(json.dumps(encrypted).encode(), name="b/t-x/0/00000000000000000000-a.rsm-manifest")
+        parse_manifest(
+            json.dumps(encrypted).encode(), name="b/t-x/0/00000000000000000000-a.rsm-manifest"
+        )
     assert "00000000000000000000-a.rsm-manifest" in str(info.value)
     with pytest.raises(IcebergRemoteSegmentError, match="Iceberg"):
         parse_manifest(json.dumps(dict(MANIFEST, segmentFormat="iceberg")).encode(), name="m")

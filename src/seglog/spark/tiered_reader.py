@@ -78,7 +78,9 @@ def read_remote_piece(
         data = pending + window_bytes if pending else window_bytes
         columns = scan_columns(data)
         if columns.end.kind is EndKind.CORRUPT:
-            raise CorruptRecordError(columns.end.reason, position=consumed + columns.end.position, path=name)
+            raise CorruptRecordError(
+                columns.end.reason, position=consumed + columns.end.position, path=name
+            )
         if len(columns.batches):
             order.check(columns, request.start, in_copy=False)
             yield from builder.batches(columns, request.start, end)
@@ -88,5 +90,7 @@ def read_remote_piece(
         consumed += columns.end.position
     if pending:
         raise CorruptRecordError(
-            f"the segment ends inside a batch ({len(pending)} bytes left)", position=consumed, path=name
+            f"the segment ends inside a batch ({len(pending)} bytes left)",
+            position=consumed,
+            path=name,
         )

@@ -56,7 +56,7 @@ from seglog.spark.options import (
 )
 from seglog.spark.planning import RangePartition, open_manager, range_partitions
 from seglog.spark.tiered_reader import RemotePieceRequest, read_remote_piece
-from seglog.storage.remote_files import RemoteFiles, open_remote
+from seglog.storage.remote_files import open_remote
 from seglog.storage.remote_log_metadata_log import read_remote_log_metadata
 from seglog.storage.tiered_layouts import LAYOUTS, RemoteSegment, list_segments
 
@@ -199,10 +199,14 @@ def plan_tiered(options: TieredOptions) -> list[InputPartition]:
     if not files.is_dir():
         raise SparkOptionError(f"option 'path': {files.describe('')} does not exist")
     source = options.source
-    per_tp = {tp: segs for tp, segs in list_segments(files, options.layout).items() if _wanted(source, tp)}
+    per_tp = {
+        tp: segs for tp, segs in list_segments(files, options.layout).items() if _wanted(source, tp)
+    }
     records = None
     if options.metadata_location is not None:
-        records = read_remote_log_metadata(open_remote(options.metadata_location, dict(options.store_options)))
+        records = read_remote_log_metadata(
+            open_remote(options.metadata_location, dict(options.store_options))
+        )
     local_bounds: dict[TP, tuple[int, int]] = {}
     if options.local_dirs:
         local_source = parse_source_options(
@@ -213,7 +217,10 @@ def plan_tiered(options: TieredOptions) -> list[InputPartition]:
                 for partition in manager.partitions_of(topic):
                     if _wanted(source, (topic, partition)):
                         log = manager.get_log(topic, partition)
-                        local_bounds[(topic, partition)] = (log.log_start_offset, log.log_end_offset)
+                        local_bounds[(topic, partition)] = (
+                            log.log_start_offset,
+                            log.log_end_offset,
+                        )
     if source.strategy.kind is StrategyKind.SUBSCRIBE:
         found = {t for t, _ in per_tp} | {t for t, _ in local_bounds}
         missing = [t for t in source.strategy.topics if t not in found]
@@ -243,7 +250,11 @@ def plan_tiered(options: TieredOptions) -> list[InputPartition]:
             if first <= stop:
                 open_ended = piece.last is None and stop == last and not local
                 request = RemotePieceRequest(
-                    files, by_id[piece.segment_id], first, None if open_ended else stop, source.include_headers
+                    files,
+                    by_id[piece.segment_id],
+                    first,
+                    None if open_ended else stop,
+                    source.include_headers,
                 )
                 out.append(PiecePartition(request))
         if local is not None and max(start, local[0]) < min(end, local[1]):

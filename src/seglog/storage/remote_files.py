@@ -118,10 +118,12 @@ def open_remote(location: str, options: dict[str, str] | None = None) -> RemoteF
 
     For ``s3://`` the endpoint comes from ``options["s3.endpoint"]`` or the standard
     ``AWS_ENDPOINT_URL``/``AWS_ENDPOINT_URL_S3`` variables (``pyarrow.fs`` itself ignores
-    them), the region from ``options["s3.region"]``/``AWS_REGION``; credentials as the AWS
-    SDK finds them (environment, profile files).
+    them), the region from ``options["s3.region"]``/``AWS_REGION``; credentials from
+    ``s3.accessKey``/``s3.secretKey``/``s3.sessionToken`` when given (option names are
+    matched case-insensitively; a Spark worker may not see the driver's environment), else as
+    the AWS SDK finds them (environment, profile files).
     """
-    options = options or {}
+    options = {k.lower(): v for k, v in (options or {}).items()}
     if "://" not in location or location.startswith("file://"):
         path = location[len("file://") :] if location.startswith("file://") else location
         return RemoteFiles(pafs.LocalFileSystem(), str(Path(path).resolve()))
@@ -140,6 +142,13 @@ def open_remote(location: str, options: dict[str, str] | None = None) -> RemoteF
         region = options.get("s3.region") or os.environ.get("AWS_REGION")
         if region:
             kwargs["region"] = region
+        for option, name in (
+            ("s3.accesskey", "access_key"),
+            ("s3.secretkey", "secret_key"),
+            ("s3.sessiontoken", "session_token"),
+        ):
+            if options.get(option):
+                kwargs[name] = options[option]
         return RemoteFiles(pafs.S3FileSystem(**kwargs), location[len("s3://") :])
     fs, base = pafs.FileSystem.from_uri(location)
     return RemoteFiles(fs, base)
