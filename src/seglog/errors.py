@@ -182,3 +182,25 @@ class SparkOptionError(SeglogError, ValueError):
 
 class DataLossError(SeglogError):
     """Requested offsets are gone (retention, truncation, a deleted topic) with failOnDataLoss."""
+
+
+class CorruptRemoteObjectError(PositionedError):
+    """An object of a Kafka tiered-storage bucket (a ``.rsm-manifest``, a chunk index, an
+    ``.indexes`` object, a ``__remote_log_metadata`` record) is not what its format says;
+    ``path`` names the object (or record) and ``position`` the byte where it breaks."""
+
+
+class UnsupportedRemoteSegmentError(SeglogError):
+    """A tiered-storage segment seglog cannot read as Kafka bytes (named, with the reason)."""
+
+    def __init__(self, reason: str, *, path: str):
+        self.path = path
+        super().__init__(f"{path}: {reason}")
+
+
+class EncryptedRemoteSegmentError(UnsupportedRemoteSegmentError):
+    """The segment's chunks are AES-GCM encrypted by the Aiven plugin (never read as data)."""
+
+
+class IcebergRemoteSegmentError(UnsupportedRemoteSegmentError):
+    """The segment was written in the Aiven plugin's Iceberg mode: it holds no Kafka segment."""

@@ -244,13 +244,16 @@ def broker_config_of(
         raise SparkOptionError(f"the broker configuration is invalid: {exc}") from exc
 
 
-def parse_source_options(options: Mapping[str, str], *, is_streaming: bool) -> SourceOptions:
-    """Check the options of a batch (``is_streaming=False``) or streaming read."""
+def parse_source_options(
+    options: Mapping[str, str], *, is_streaming: bool, log_dirs_required: bool = True
+) -> SourceOptions:
+    """Check the options of a batch (``is_streaming=False``) or streaming read
+    (``log_dirs_required=False``: the caller reads ``path`` itself, as the tiered source does)."""
     opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
     for key, reason in FORBIDDEN_KAFKA_OPTIONS.items():
         if key in opts:
             raise SparkOptionError(reason)
-    log_dirs, config_path = _locations(opts)
+    log_dirs, config_path = _locations(opts) if log_dirs_required else ((), None)
     strategy = _strategy(opts)
     if is_streaming:
         for key in _ENDING_KEYS:

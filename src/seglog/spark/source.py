@@ -82,6 +82,7 @@ from seglog.spark.options import (
 from seglog.spark.planning import open_manager, partition_bounds, range_partitions
 from seglog.spark.schema import read_schema_ddl
 from seglog.spark.streaming import SeglogStreamReader
+from seglog.spark.tiered_source import TieredBatchReader, is_tiered, parse_tiered_options
 
 if TYPE_CHECKING:
     from pyspark.sql.datasource import (
@@ -147,14 +148,23 @@ class SeglogDataSource(DataSource):
         """Spark's Kafka source schema (``headers`` with ``includeHeaders=true``)."""
         return read_schema_ddl(include_headers_of(self.options))
 
-    def reader(self, schema: StructType) -> SeglogBatchReader:
+    def reader(self, schema: StructType) -> DataSourceReader:
         """The batch reader (options checked here, at planning)."""
+        if is_tiered(self.options):
+            tiered = parse_tiered_options(self.options)
+            check_schema(schema, tiered.source.include_headers)
+            return TieredBatchReader(tiered)
         options = parse_source_options(self.options, is_streaming=False)
         check_schema(schema, options.include_headers)
         return SeglogBatchReader(options)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:  # noqa: N802
         """The Structured Streaming reader."""
+        if is_tiered(self.options):
+            raise SparkOptionError(
+                "option 'tieredStorage' is for batch reads (spark.read); a tiered bucket holds "
+                "closed segments only: stream the broker's log directory instead"
+            )
         options = parse_source_options(self.options, is_streaming=True)
         check_schema(schema, options.include_headers)
         return SeglogStreamReader(options)
