@@ -103,10 +103,19 @@ class S3Settings:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> S3Settings:
-        """Settings from ``s3.*`` options (case-insensitive names); absent ones fall back to
-        the AWS environment when a client is made."""
+        """Settings from ``s3.*`` options (case-insensitive names; ``s3.access.key`` and
+        ``s3.accessKey`` alike); absent ones fall back to the AWS environment when a client
+        is made."""
         lowered = {k.lower(): v for k, v in options.items()}
-        return cls(*(lowered.get(name) or None for name in cls.OPTION_NAMES))
+        # s3.access.key or s3.accessKey: both spellings are accepted
+        return cls(
+            *(
+                lowered.get(name)
+                or lowered.get(name.replace(".", "", 2).replace("s3", "s3.", 1))
+                or None
+                for name in cls.OPTION_NAMES
+            )
+        )
 
     def resolved(self) -> S3Settings:
         """These settings with what boto3 finds on this machine filled in (credentials from

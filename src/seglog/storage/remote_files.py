@@ -22,13 +22,14 @@ gets the same view as the driver. :func:`open_remote` builds one from a location
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow.fs as pafs
 
 from seglog.errors import UnreadableFileError
+from seglog.storage.object_store import ObjectLocation, is_remote
+from seglog.storage.remote_copy_store import S3Settings
 
 READ_WINDOW_BYTES = 8 * 1024 * 1024
 
@@ -116,39 +117,16 @@ def open_remote(location: str, options: dict[str, str] | None = None) -> RemoteF
     """A :class:`RemoteFiles` for ``location``: a local directory (plain path or
     ``file://``) or a URI ``pyarrow.fs`` knows (``s3://bucket/prefix``, ``gs://``, ...).
 
-    For ``s3://`` the endpoint comes from ``options["s3.endpoint"]`` or the standard
-    ``AWS_ENDPOINT_URL``/``AWS_ENDPOINT_URL_S3`` variables (``pyarrow.fs`` itself ignores
-    them), the region from ``options["s3.region"]``/``AWS_REGION``; credentials from
-    ``s3.accessKey``/``s3.secretKey``/``s3.sessionToken`` when given (option names are
-    matched case-insensitively; a Spark worker may not see the driver's environment), else as
-    the AWS SDK finds them (environment, profile files).
+    Object stores are reached through :class:`~seglog.storage.object_store.ObjectLocation`,
+    configured by :class:`~seglog.storage.remote_copy_store.S3Settings` (the ``s3.*``
+    options, then the AWS environment and files): one configuration for every object-store
+    path of seglog.
     """
-    options = {k.lower(): v for k, v in (options or {}).items()}
     if "://" not in location or location.startswith("file://"):
         path = location[len("file://") :] if location.startswith("file://") else location
         return RemoteFiles(pafs.LocalFileSystem(), str(Path(path).resolve()))
-    if location.startswith("s3://"):
-        endpoint = (
-            options.get("s3.endpoint")
-            or os.environ.get("AWS_ENDPOINT_URL_S3")
-            or os.environ.get("AWS_ENDPOINT_URL")
-        )
-        kwargs: dict[str, object] = {}
-        if endpoint:
-            scheme, _, host = endpoint.rpartition("://")
-            kwargs["endpoint_override"] = host or endpoint
-            if scheme:
-                kwargs["scheme"] = scheme
-        region = options.get("s3.region") or os.environ.get("AWS_REGION")
-        if region:
-            kwargs["region"] = region
-        for option, name in (
-            ("s3.accesskey", "access_key"),
-            ("s3.secretkey", "secret_key"),
-            ("s3.sessiontoken", "session_token"),
-        ):
-            if options.get(option):
-                kwargs[name] = options[option]
-        return RemoteFiles(pafs.S3FileSystem(**kwargs), location[len("s3://") :])
+    if is_remote(location):
+        found = ObjectLocation(location, S3Settings.from_options(options or {}))
+        return RemoteFiles(found.filesystem(), found.root)
     fs, base = pafs.FileSystem.from_uri(location)
     return RemoteFiles(fs, base)
