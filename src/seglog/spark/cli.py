@@ -140,11 +140,31 @@ def _data_dirs(args: argparse.Namespace) -> tuple[str, ...]:
     return (*before, *after)
 
 
+def _read_dirs(args: argparse.Namespace) -> list[str]:
+    """The log directories a reading command (export, stats) hands to Spark as given: object
+    storage locations (``s3://...``) stay URIs, read by the source itself."""
+    from seglog.storage.object_store import is_remote
+
+    data_dirs = _data_dirs(args)
+    if any(is_remote(d) for d in data_dirs):
+        if getattr(args, "server_config", None) is not None:
+            raise SparkOptionError("give object-store log directories with --data-dir only")
+        return list(data_dirs)
+    return list(_broker(args).log_dirs)
+
+
 def _broker(args: argparse.Namespace) -> Any:
+    from seglog.storage.object_store import is_remote
+
     data_dirs = _data_dirs(args)
     config = getattr(args, "server_config", None)
     if not data_dirs and config is None:
         raise SparkOptionError("give the log directories with --data-dir DIR (or --config FILE)")
+    if any(is_remote(d) for d in data_dirs) and args.handler is not _run_compact_copy:
+        raise SparkOptionError(
+            "this command changes the log directories, and object storage is only read: "
+            "give a local --data-dir (export, stats and compact-copy read s3:// directories)"
+        )
     broker = broker_config_of(data_dirs, config)
     for root in broker.log_dirs:  # before Spark starts (tens of seconds), not after
         if not os.path.isdir(root):
@@ -188,10 +208,10 @@ def _run_compact(args: argparse.Namespace) -> int:
 def _run_export(args: argparse.Namespace) -> int:
     from seglog.spark.export import export_topic
 
-    broker = _broker(args)
+    dirs = _read_dirs(args)
     spark = _session(args)
     with spark_progress(spark, f"exporting {args.topic}"):
-        rows = export_topic(spark, list(broker.log_dirs), args.topic, args.to, mode=args.mode)
+        rows = export_topic(spark, dirs, args.topic, args.to, mode=args.mode)
     print(f"exported {rows:,} rows of {args.topic} ({args.mode}) to {args.to}")
     return EXIT_OK
 
@@ -229,10 +249,10 @@ def _run_compact_copy(args: argparse.Namespace) -> int:
 def _run_stats(args: argparse.Namespace) -> int:
     from seglog.spark.stats import format_stats, partition_stats
 
-    broker = _broker(args)
+    dirs = _read_dirs(args)
     spark = _session(args)
     with spark_progress(spark, "statistics", json_output=args.json):
-        rows = partition_stats(spark, list(broker.log_dirs), args.topic).collect()
+        rows = partition_stats(spark, dirs, args.topic).collect()
     if args.json:
         print(json.dumps({"partitions": [row.asDict() for row in rows]}, indent=1, default=str))
     else:

@@ -46,6 +46,10 @@ from typing import TYPE_CHECKING
 
 from seglog.errors import SparkOptionError
 from seglog.spark.logdirs import discover
+from seglog.spark.object_store_export import write_parquet_to_object_store
+from seglog.spark.options import local_log_dirs
+from seglog.storage.object_store import ObjectLocation, is_remote
+from seglog.storage.remote_copy_store import S3Settings
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -63,18 +67,30 @@ EXPORT_COLUMNS = (
 )
 
 
+def _path_option(log_dirs: Sequence[str | Path]) -> str:
+    return ",".join(str(d) if is_remote(str(d)) else str(Path(d).absolute()) for d in log_dirs)
+
+
 def topic_frame(
-    spark: SparkSession, log_dirs: Sequence[str | Path], topic: str, *, read_compacted: bool
+    spark: SparkSession,
+    log_dirs: Sequence[str | Path],
+    topic: str,
+    *,
+    read_compacted: bool,
+    s3: S3Settings | None = None,
 ) -> DataFrame:
-    """The topic as the seglog source reads it, with headers."""
-    return (
+    """The topic as the seglog source reads it, with headers (``log_dirs`` may be in object
+    storage, reached with ``s3``)."""
+    reader = (
         spark.read.format("seglog")
-        .option("path", ",".join(str(Path(d).absolute()) for d in log_dirs))
+        .option("path", _path_option(log_dirs))
         .option("subscribe", topic)
         .option("includeHeaders", "true")
         .option("readCompacted", "true" if read_compacted else "false")
-        .load()
     )
+    for key, value in (s3 or S3Settings()).as_options().items():
+        reader = reader.option(key, value)
+    return reader.load()
 
 
 def latest_per_key(records: DataFrame) -> DataFrame:
@@ -120,23 +136,38 @@ def export_topic(
     topic: str,
     to: str | Path,
     mode: str = "table",
+    *,
+    s3: S3Settings | None = None,
 ) -> int:
     """Write ``topic`` of ``log_dirs`` as Parquet at ``to`` (replacing it atomically);
     ``mode`` is ``"table"`` (latest value per key) or ``"changelog"`` (every record).
+    ``log_dirs`` and ``to`` may be in object storage (``s3://...``, reached with ``s3``).
     Returns the number of rows written."""
     if mode not in MODES:
         raise SparkOptionError(f"export mode {mode!r}: choose 'table' or 'changelog'")
+    remote_out = is_remote(str(to))
+    if "://" in str(to) and not str(to).startswith("file://") and not remote_out:
+        raise SparkOptionError(f"export target {to!r}: give a local directory or s3://...")
+    given = [str(d) for d in log_dirs]
+    settings = (s3 or S3Settings()).resolved() if remote_out or any(map(is_remote, given)) else s3
+    local = local_log_dirs(
+        [d if is_remote(d) else str(Path(d).absolute()) for d in given],
+        settings,
+        lambda t, _p: t == topic,
+    )
+    discover(list(local)).partitions_of(topic)  # names a typo
+    records = topic_frame(spark, log_dirs, topic, read_compacted=mode == "table", s3=settings)
+    frame = (latest_per_key(records) if mode == "table" else records).select(*EXPORT_COLUMNS)
+    if remote_out:
+        return write_parquet_to_object_store(
+            frame, ObjectLocation(str(to), settings or S3Settings())
+        )
     target = Path(str(to).removeprefix("file://")).absolute()
-    if "://" in str(to) and not str(to).startswith("file://"):
-        raise SparkOptionError(f"export target {to!r}: give a local directory")
-    discover([str(Path(d).absolute()) for d in log_dirs]).partitions_of(topic)  # names a typo
     if target.exists() and not (target.is_dir() and _is_parquet_table(target)):
         raise SparkOptionError(
             f"export target {str(target)!r} exists and is not a Parquet table: refusing to "
             "replace it (remove it or choose another path)"
         )
-    records = topic_frame(spark, log_dirs, topic, read_compacted=mode == "table")
-    frame = (latest_per_key(records) if mode == "table" else records).select(*EXPORT_COLUMNS)
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = target.with_name(f"{target.name}.seglog-tmp-{uuid.uuid4().hex}")
     try:

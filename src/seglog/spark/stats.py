@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import astuple, dataclass, fields
+from dataclasses import astuple, dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +51,9 @@ from seglog.engine.log import Log
 from seglog.format.columnar import scan_columns
 from seglog.format.reader import EndKind
 from seglog.spark.logdirs import PartitionLocation, discover, open_partition_read_only
+from seglog.spark.options import local_log_dirs
+from seglog.storage.object_store import is_remote
+from seglog.storage.remote_copy_store import S3Settings
 from seglog.storage.segment import LogSegment
 
 if TYPE_CHECKING:
@@ -219,19 +222,46 @@ def compute_partition_stats(
         log.close()
 
 
-def _stats_task(item: tuple[PartitionLocation, LogConfig]) -> PartitionStats:
-    return compute_partition_stats(item[0], item[1])
+def _stats_task(
+    item: tuple[PartitionLocation, LogConfig, tuple[str, S3Settings] | None],
+) -> PartitionStats:
+    location, config, remote = item
+    if remote is not None:  # this executor's own mirror of the partition
+        uri, s3 = remote
+        name = Path(location.directory).name
+        (root,) = local_log_dirs(
+            (uri,), s3, lambda t, p: (t, p) == (location.topic, location.partition)
+        )
+        location = replace(location, directory=str(Path(root) / name), root=root)
+    return compute_partition_stats(location, config)
 
 
 def partition_stats(
-    spark: SparkSession, log_dirs: Sequence[str | Path], topic: str | None = None
+    spark: SparkSession,
+    log_dirs: Sequence[str | Path],
+    topic: str | None = None,
+    *,
+    s3: S3Settings | None = None,
 ) -> DataFrame:
     """Per-partition statistics of ``log_dirs`` (every topic, or one), one Spark task per
     partition; see the module docstring for the columns. An unknown ``topic`` raises
     ``UnknownTopicError`` naming it."""
-    layout = discover([str(Path(d).absolute()) for d in log_dirs])
+    given = [str(d) if is_remote(str(d)) else str(Path(d).absolute()) for d in log_dirs]
+    settings = (s3 or S3Settings()).resolved() if any(is_remote(d) for d in given) else None
+    wanted = None if topic is None else (lambda t, _p: t == topic)
+    local = local_log_dirs(given, settings, wanted)
+    remote_of: dict[str, tuple[str, S3Settings]] = {
+        str(Path(root)): (uri, settings)
+        for root, uri in zip(local, given, strict=True)
+        if settings is not None and is_remote(uri)
+    }
+    layout = discover(list(local))
     topics = [topic] if topic is not None else layout.topic_names()
-    items = [(loc, layout.config(name)) for name in topics for loc in layout.partitions_of(name)]
+    items = [
+        (loc, layout.config(name), remote_of.get(str(Path(loc.root))))
+        for name in topics
+        for loc in layout.partitions_of(name)
+    ]
     if not items:
         return spark.createDataFrame([], STATS_SCHEMA)
     rows = spark.sparkContext.parallelize(items, len(items)).map(_stats_task).collect()

@@ -117,6 +117,24 @@ class S3Settings:
             )
         )
 
+    def as_options(self) -> dict[str, str]:
+        """The set fields as ``s3.*`` options (what :meth:`from_options` reads)."""
+        return {
+            name: value
+            for name, value in zip(self.OPTION_NAMES, self._values(), strict=True)
+            if value is not None
+        }
+
+    def _values(self) -> tuple[str | None, ...]:
+        return (
+            self.endpoint_url,
+            self.region,
+            self.access_key,
+            self.secret_key,
+            self.session_token,
+            self.profile,
+        )
+
     def resolved(self) -> S3Settings:
         """These settings with what boto3 finds on this machine filled in (credentials from
         the environment, a profile or the AWS files; ``AWS_ENDPOINT_URL``; the region), so
