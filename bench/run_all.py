@@ -27,6 +27,7 @@ from bench import (
     bench_compacted,
     bench_format,
     bench_hash,
+    bench_object_store,
     bench_spark_compaction,
     bench_spark_source,
     bench_storage,
@@ -42,6 +43,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "spark_compaction": bench_spark_compaction.main,
     "cli_startup": bench_cli_startup.main,
     "cli_consume": bench_cli_consume.main,
+    "object_store": bench_object_store.main,
 }
 
 

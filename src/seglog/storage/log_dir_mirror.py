@@ -26,6 +26,7 @@ import os
 import tempfile
 import uuid
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from seglog.format.topic_names import PartitionDirKind, parse_partition_dir_name
@@ -69,8 +70,11 @@ def mirror(location: ObjectLocation, keep: Callable[[str], bool] | None = None) 
     fileops.mkdir(root, parents=True, exist_ok=True)
     listed = [f for f in location.list_files() if keep is None or keep(f.relative)]
     wanted_dirs = {f.relative.rpartition("/")[0] for f in listed}
-    for item in listed:
-        _bring(location, item, root)
+    # Two fetches at a time: pyarrow releases the GIL, and one request's latency hides the
+    # other's (more would only queue on a two-core machine).
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="seglog-fetch") as pool:
+        for done in [pool.submit(_bring, location, item, root) for item in listed]:
+            done.result()
     _remove_unlisted(root, {f.relative for f in listed}, wanted_dirs)
     return root
 

@@ -14,7 +14,7 @@ Configuration, the way users already configure these clients: for S3 the explici
 reaches the same account from an executor without that environment.
 
 Reads: :meth:`ObjectLocation.fetch` copies one object to a local file with ranged reads of
-:data:`READ_BYTES` (8 MiB: never a request per small read), checking the object's size
+:data:`READ_BYTES` (64 MiB: never a request per small read), checking the object's size
 against the listing's, so an object that changed or vanished mid-read is a typed error
 (:class:`~seglog.storage.remote_copy_store.ObjectStoreError`), never wrong bytes. Listings go
 through ``pyarrow.fs`` selectors (paged by pyarrow). Nothing here writes to a location except
@@ -32,7 +32,10 @@ from typing import Any
 from seglog.storage import fileops
 from seglog.storage.remote_copy_store import ObjectStoreError, S3Settings
 
-READ_BYTES = 8 * 1024 * 1024
+# Per ranged read: at least 8 MiB (never a request per small read); 64 MiB makes one request of
+# a whole default-size segment, where request count decides the cost (S3 bills and limits per
+# request; moto copies the whole object for every ranged GET).
+READ_BYTES = 64 * 1024 * 1024
 REMOTE_SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss", "az", "hdfs", "viewfs")
 
 _FILESYSTEMS: dict[tuple[str, S3Settings], Any] = {}
