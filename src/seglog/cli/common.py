@@ -19,7 +19,9 @@ A directory that was not shut down cleanly is recovered in memory only; stderr s
 writing open *would* truncate ("nothing written"). Only commands that change data
 (``produce``, ``delete-records``, ``topics create|alter|delete``, ``retention --once``,
 ``clean --once``, ``compact``, ``maintain``) pass ``writes=True`` to :func:`open_manager` and
-take the ``.lock``; when another process holds it they fail at once, naming the holder.
+take the ``.lock``; when another process holds it they wait for it up to ``--lock-wait-ms``
+(default 10 s, saying so on stderr) and then fail naming the holder
+(:mod:`seglog.cli.lock_wait`).
 
 Where they go: **before the command** (``seglog --data-dir D topics list``) for every command.
 ``--data-dir`` and ``--read-only`` are also accepted **after** the command
@@ -57,6 +59,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from seglog.cli.lock_wait import add_lock_wait_option, lock_wait_ms_of, open_waiting_for_lock
 from seglog.cli.progress import ProgressBar
 from seglog.config import BrokerConfig
 from seglog.engine.log_manager import LogManager
@@ -106,6 +109,7 @@ def add_global_options(parser: argparse.ArgumentParser) -> None:
         help="kept for scripts: commands that only read never lock or write anyway; "
         "commands that change data refuse it",
     )
+    add_lock_wait_option(group)
 
 
 def command_options_parent() -> argparse.ArgumentParser:
@@ -131,6 +135,7 @@ def command_options_parent() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         help="kept for scripts: read commands never lock or write anyway",
     )
+    add_lock_wait_option(group, dest="command_lock_wait_ms")
     return parent
 
 
@@ -275,15 +280,20 @@ def open_manager(
     read_only = not writes
     create_dirs = create_dirs and writes
     _check_roots(broker, must_exist=not create_dirs or read_only, read_only=read_only)
-    bar = ProgressBar(
-        _opening_description(broker),
-        json_output=bool(getattr(args, "json", False)),
-        transient=True,
-    )
-    with deferred_interrupts(), bar:
-        manager = LogManager.open(
-            broker, read_only=read_only, start_scheduler=start_scheduler, progress=bar.callback
+
+    def open_once() -> LogManager:
+        bar = ProgressBar(
+            _opening_description(broker),
+            json_output=bool(getattr(args, "json", False)),
+            transient=True,
         )
+        with deferred_interrupts(), bar:
+            return LogManager.open(
+                broker, read_only=read_only, start_scheduler=start_scheduler, progress=bar.callback
+            )
+
+    # Interrupts are held back during each try only, so Ctrl-C stops a wait for the lock.
+    manager = open_waiting_for_lock(open_once, lock_wait_ms_of(args) if writes else 0)
     report_recovery(manager)
     is_clean = True
     try:
