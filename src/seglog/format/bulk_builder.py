@@ -1,0 +1,177 @@
+"""Building a v2 record batch from many records quickly: the producer's open batch.
+
+:class:`OpenBatch` is the batch a producer fills for one partition: records are encoded as
+they are added (so the exact size is always known) and :meth:`OpenBatch.build` frames them.
+The bytes are exactly those of :class:`seglog.format.builder.BatchBuilder` for the same
+records (base offset 0, CreateTime, no producer id), which stays the reference; this class
+only avoids its per-record costs on the common record (no headers, non-negative timestamp
+delta, offset delta, key and value lengths below 8 KiB): the zig-zag varints come from a
+table and the record is assembled in one ``bytes.join``.
+
+When a batch is full follows Kafka's ``batch.size``: a record is added while the batch's
+uncompressed size stays within ``batch_size`` (header included); a record that does not fit
+a non-empty batch starts the next one (:meth:`OpenBatch.add` returns False). A record larger
+than ``batch_size`` gets a batch of its own, as in Kafka, up to ``max_batch_bytes`` (the
+topic's ``max.message.bytes``): for a compressed batch its worst-case compressed size is
+what must fit. A record that fits no batch raises :class:`RecordTooLargeError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from seglog.errors import RecordTooLargeError
+from seglog.format.batch import (
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    RECORD_BATCH_OVERHEAD,
+    assemble_batch,
+    encode_record,
+    make_attributes,
+)
+from seglog.format.compression import CompressionType, compress, max_compressed_size
+from seglog.format.records import NO_TIMESTAMP, Header
+from seglog.format.varint import encode_varint
+
+TABLE_SIZE = 1 << 13  # values 0..8191: zig-zag varints of one or two bytes
+_ZIGZAG = [encode_varint(value) for value in range(TABLE_SIZE)]  # signed value -> bytes
+_NULL = b"\x01"  # zig-zag varint of -1
+_ZERO = b"\x00"
+
+
+def largest_uncompressed_batch(codec: CompressionType, max_batch_bytes: int) -> int:
+    """The largest uncompressed batch (header included) whose worst-case built size is at
+    most ``max_batch_bytes`` (the bound grows with the input, so a binary search finds it)."""
+
+    def projected(size: int) -> int:
+        if codec is CompressionType.NONE:
+            return size
+        return RECORD_BATCH_OVERHEAD + max_compressed_size(codec, size - RECORD_BATCH_OVERHEAD)
+
+    low, high = RECORD_BATCH_OVERHEAD, max_batch_bytes
+    if projected(low) > max_batch_bytes:
+        return low - 1
+    while low < high:
+        middle = (low + high + 1) // 2
+        if projected(middle) <= max_batch_bytes:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+class OpenBatch:
+    """The records of one batch being filled (see the module docstring)."""
+
+    __slots__ = (
+        "base_timestamp",
+        "batch_size",
+        "codec",
+        "count",
+        "hard_limit",
+        "max_timestamp",
+        "opened_at",
+        "parts",
+        "size",
+    )
+
+    def __init__(
+        self, batch_size: int, hard_limit: int, codec: CompressionType, opened_at: float
+    ) -> None:
+        self.batch_size = min(batch_size, hard_limit)
+        self.hard_limit = hard_limit  # from largest_uncompressed_batch()
+        self.codec = codec
+        self.opened_at = opened_at  # when the first record came (the linger clock)
+        self.parts: list[bytes] = []
+        self.count = 0
+        self.size = RECORD_BATCH_OVERHEAD
+        self.base_timestamp = NO_TIMESTAMP
+        self.max_timestamp = NO_TIMESTAMP
+
+    def add(
+        self,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Sequence[Header] = (),
+    ) -> bool:
+        """Add a record; False (batch unchanged) when it does not fit this non-empty batch."""
+        count = self.count
+        if count == 0:
+            self.base_timestamp = timestamp
+        delta = timestamp - self.base_timestamp
+        key_length = -1 if key is None else len(key)
+        value_length = -1 if value is None else len(value)
+        if (
+            headers
+            or not 0 <= delta < TABLE_SIZE
+            or count >= TABLE_SIZE
+            or key_length >= TABLE_SIZE
+            or value_length >= TABLE_SIZE
+        ):
+            record = encode_record(count, delta, key, value, headers)
+        else:
+            table = _ZIGZAG
+            delta_bytes = table[delta]
+            count_bytes = table[count]
+            body = 2 + len(delta_bytes) + len(count_bytes)  # attributes, header count
+            key_part: tuple[bytes, ...]
+            if key is None:
+                key_part = (_NULL,)
+                body += 1
+            else:
+                key_part = (table[key_length], key)
+                body += len(key_part[0]) + key_length
+            if value is None:
+                value_part: tuple[bytes, ...] = (_NULL,)
+                body += 1
+            else:
+                value_part = (table[value_length], value)
+                body += len(value_part[0]) + value_length
+            record = b"".join(
+                (
+                    table[body] if body < TABLE_SIZE else encode_varint(body),
+                    _ZERO,
+                    delta_bytes,
+                    count_bytes,
+                    *key_part,
+                    *value_part,
+                    _ZERO,
+                )
+            )
+        size = self.size + len(record)
+        if size > self.batch_size and count:
+            return False
+        if size > self.hard_limit:
+            raise RecordTooLargeError(
+                f"a record of {len(record)} bytes does not fit in a batch of at most "
+                f"{self.hard_limit} bytes uncompressed ({RECORD_BATCH_OVERHEAD} of header; "
+                "the topic's max.message.bytes)"
+            )
+        self.parts.append(record)
+        self.count = count + 1
+        self.size = size
+        if timestamp > self.max_timestamp:  # noqa: PLR1730 - cheaper than max() per record
+            self.max_timestamp = timestamp
+        return True
+
+    def build(self) -> bytes:
+        """The batch's bytes (base offset 0; the log assigns offsets); must not be empty."""
+        section = b"".join(self.parts)
+        if self.codec is not CompressionType.NONE:
+            section = compress(self.codec, section)
+        return assemble_batch(
+            section,
+            base_offset=0,
+            partition_leader_epoch=NO_PARTITION_LEADER_EPOCH,
+            attributes=make_attributes(self.codec),
+            last_offset_delta=self.count - 1,
+            base_timestamp=self.base_timestamp,
+            max_timestamp=self.max_timestamp,
+            producer_id=NO_PRODUCER_ID,
+            producer_epoch=NO_PRODUCER_EPOCH,
+            base_sequence=NO_SEQUENCE,
+            records_count=self.count,
+        )
