@@ -1,8 +1,8 @@
 """The moving parts of ``seglog produce``: stdin read as it comes, batches sent as Kafka's
 producer sends them.
 
-**Batching** (:class:`LingeringProducer`), as the producer's ``batch.size`` and ``linger.ms``:
-each partition has one open batch (:class:`~seglog.format.bulk_builder.OpenBatch`). A batch
+**Batching** (:class:`LingeringProducer`), as the producer's ``batch.size`` and ``linger.ms``
+(``batch.size`` capped at half the topic's ``segment.bytes``): each partition has one open batch (:class:`~seglog.format.bulk_builder.OpenBatch`). A batch
 is sent (appended to the partition's log) when the next record does not fit in ``batch.size``
 bytes, or when ``linger.ms`` has passed since its first record came, or at the end of input
 (or Ctrl-C). Records therefore reach the log, and readers, at most ``linger.ms`` after their
@@ -90,7 +90,9 @@ class LingeringProducer:
         self.logs = {p: manager.get_log(topic, p) for p in self.partitions}
         config = manager.log_config(topic)
         self.codec = effective_codec(config, codec)
-        self.batch_size = batch_size
+        # At most half a segment, so a segment holds at least two batches (and a tiny test
+        # segment.bytes gets one record per batch, as a record-at-a-time producer would).
+        self.batch_size = min(batch_size, max(1, config.segment_bytes // 2))
         self.hard_limit = largest_uncompressed_batch(
             self.codec, min(config.max_message_bytes, config.segment_bytes)
         )
