@@ -76,7 +76,9 @@ from seglog.cli.common import (
 )
 from seglog.cli.produce_input import (
     InputLineError,
+    ParsedChunk,
     TextFormat,
+    parse_json_chunk,
     parse_json_fast,
     parse_json_line,
 )
@@ -394,8 +396,13 @@ class LineFeeder:
 
     def _json(self, lines: list[bytes], base: int, fast: bool) -> None:
         producer = self.producer
-        add, choose, partitions = producer.add, producer.partition_for, producer.partition_set
         now = self.clock_ms()
+        if fast:
+            chunk = parse_json_chunk([line for line in lines if line], producer.partition_set)
+            if chunk is not None:
+                self._json_chunk(chunk, now)
+                return
+        add, choose, partitions = producer.add, producer.partition_for, producer.partition_set
         for index, line in enumerate(lines):
             if not line:
                 continue
@@ -414,6 +421,25 @@ class LineFeeder:
                     key,
                     value,
                 )
+
+    def _json_chunk(self, chunk: ParsedChunk, now: int) -> None:
+        producer = self.producer
+        keys, values = chunk.keys, chunk.values
+        if len(producer.partitions) == 1 and chunk.timestamps is None and chunk.partitions is None:
+            producer.add_many(producer.partitions[0], now, keys, values)
+            return
+        add, choose = producer.add, producer.partition_for
+        timestamps, partitions = chunk.timestamps, chunk.partitions
+        for index, value in enumerate(values):
+            key = None if keys is None else keys[index]
+            partition = None if partitions is None else partitions[index]
+            timestamp = None if timestamps is None else timestamps[index]
+            add(
+                choose(key) if partition is None else partition,
+                now if timestamp is None else timestamp,
+                key,
+                value,
+            )
 
 
 # --- the command ------------------------------------------------------------------------------

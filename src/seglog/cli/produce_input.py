@@ -245,3 +245,93 @@ def parse_json_fast(
     if line.count(b'"') != 2 * (len(obj) + strings):
         return None  # a key given twice (see the module docstring)
     return key, value, timestamp, partition
+
+
+@dataclass(slots=True)
+class ParsedChunk:
+    """The records of a chunk of JSON lines, column by column. ``keys``, ``timestamps`` and
+    ``partitions`` are None when no line gave one (the common case: one call appends them)."""
+
+    values: list[bytes | None]
+    keys: list[bytes | None] | None
+    timestamps: list[int | None] | None
+    partitions: list[int | None] | None
+
+
+def parse_json_chunk(lines: list[bytes], partitions: frozenset[int]) -> ParsedChunk | None:
+    """The records of non-empty ``lines`` (holding no backslash) parsed at once with one
+    orjson call, or None when any line needs :func:`parse_json_line` (then the caller parses
+    line by line, which also finds the error). One JSON array of the lines holds exactly one
+    object per line or is refused: a line holding two objects, or half of one, changes the
+    count or the nesting. The quote count of the lines rules out repeated keys (see the
+    module docstring)."""
+    if not lines:
+        return ParsedChunk([], None, None, None)
+    joined = b",".join(lines)
+    try:
+        objects = _loads(b"[" + joined + b"]")
+    except _JSONDecodeError:
+        return None
+    if len(objects) != len(lines):
+        return None
+    values: list[bytes | None] = []
+    keys: list[bytes | None] = []
+    timestamps: list[int | None] = []
+    chosen: list[int | None] = []
+    any_key = any_timestamp = any_partition = False
+    expected_quotes = 0
+    for obj in objects:
+        if type(obj) is not dict:
+            return None
+        if len(obj) == 1:  # the common line: {"value": ...}
+            value = obj.get("value", joined)  # joined: a marker for "absent"
+            if value is None:
+                values.append(None)
+                keys.append(None)
+                timestamps.append(None)
+                chosen.append(None)
+                expected_quotes += 2
+                continue
+            if type(value) is not str:
+                return None
+            values.append(value.encode())
+            keys.append(None)
+            timestamps.append(None)
+            chosen.append(None)
+            expected_quotes += 4
+            continue
+        if not obj.keys() <= FAST_FIELDS:
+            return None
+        value = obj.get("value", joined)
+        if value is joined or (value is not None and type(value) is not str):
+            return None
+        key = obj.get("key")
+        if key is not None and type(key) is not str:
+            return None
+        timestamp = obj.get("timestamp")
+        if timestamp is not None:
+            if type(timestamp) is not int or not 0 <= timestamp <= INT64_MAX:
+                return None
+            any_timestamp = True
+        partition = obj.get("partition")
+        if partition is not None:
+            if type(partition) is not int or partition not in partitions:
+                return None
+            any_partition = True
+        expected_quotes += 2 * len(obj) + (value is not None) * 2 + (key is not None) * 2
+        values.append(None if value is None else value.encode())
+        if key is not None:
+            any_key = True
+            keys.append(key.encode())
+        else:
+            keys.append(None)
+        timestamps.append(timestamp)
+        chosen.append(partition)
+    if joined.count(b'"') != expected_quotes:
+        return None  # a key given twice somewhere
+    return ParsedChunk(
+        values,
+        keys if any_key else None,
+        timestamps if any_timestamp else None,
+        chosen if any_partition else None,
+    )

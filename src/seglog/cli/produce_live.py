@@ -2,7 +2,8 @@
 producer sends them.
 
 **Batching** (:class:`LingeringProducer`), as the producer's ``batch.size`` and ``linger.ms``
-(``batch.size`` capped at half the topic's ``segment.bytes``): each partition has one open batch (:class:`~seglog.format.bulk_builder.OpenBatch`). A batch
+(``batch.size`` capped at half the topic's ``segment.bytes``): each partition has one open
+batch (:class:`~seglog.format.bulk_builder.OpenBatch`). A batch
 is sent (appended to the partition's log) when the next record does not fit in ``batch.size``
 bytes, or when ``linger.ms`` has passed since its first record came, or at the end of input
 (or Ctrl-C). Records therefore reach the log, and readers, at most ``linger.ms`` after their
@@ -143,6 +144,27 @@ class LingeringProducer:
             batch = OpenBatch(self.batch_size, self.hard_limit, self.codec, self.monotonic())
             self.open[partition] = batch
             batch.add(timestamp, key, value, headers)
+
+    def add_many(
+        self,
+        partition: int,
+        timestamp: int,
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+    ) -> None:
+        """Add records of one partition and timestamp, without headers (``keys`` None: all
+        keys null), as :meth:`add` would one by one."""
+        index = 0
+        end = len(values)
+        while index < end:
+            batch = self.open.get(partition)
+            if batch is None:
+                batch = OpenBatch(self.batch_size, self.hard_limit, self.codec, self.monotonic())
+                self.open[partition] = batch
+            index = batch.add_many(timestamp, keys, values, index)
+            if index < end:
+                del self.open[partition]
+                self.sealed.setdefault(partition, []).append(batch.build())
 
     def seconds_until_due(self) -> float | None:
         """How long until the oldest open batch has lingered enough (None: no open batch)."""

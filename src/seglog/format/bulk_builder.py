@@ -157,6 +157,107 @@ class OpenBatch:
             self.max_timestamp = timestamp
         return True
 
+    def add_many(
+        self,
+        timestamp: int,
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        start: int,
+    ) -> int:
+        """Add records ``start..`` of ``values`` (and ``keys``; None: all keys null), all with
+        ``timestamp`` and no headers, while they fit; returns the index of the first record
+        not added (``len(values)`` when all were). Same bytes as :meth:`add` one by one."""
+        index, end = start, len(values)
+        while index < end:
+            index, full = self._add_run(timestamp, keys, values, index)
+            if full or index == end:
+                return index
+            # A record the run does not take (null value, long key or value, ...): alone.
+            if not self.add(timestamp, None if keys is None else keys[index], values[index]):
+                return index
+            index += 1
+        return index
+
+    def _add_run(
+        self,
+        timestamp: int,
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        start: int,
+    ) -> tuple[int, bool]:
+        """The loop of :meth:`add_many`: ``(next index, batch full)``."""
+        count = self.count
+        if count == 0:
+            self.base_timestamp = timestamp
+        delta = timestamp - self.base_timestamp
+        if not 0 <= delta < TABLE_SIZE:
+            return start, False
+        table = _ZIGZAG
+        head = _ZERO + table[delta]  # attributes, timestamp delta
+        fixed = 2 + len(table[delta])  # attributes, timestamp delta, header count
+        extend = self.parts.extend
+        size = self.size
+        limit, hard = self.batch_size, self.hard_limit
+        index, end = start, len(values)
+        full = False
+        while index < end:
+            value = values[index]
+            key = None if keys is None else keys[index]
+            if (
+                value is None
+                or count >= TABLE_SIZE
+                or len(value) >= TABLE_SIZE
+                or (key is not None and len(key) >= TABLE_SIZE)
+            ):
+                break
+            value_length = len(value)
+            count_bytes = table[count]
+            body = fixed + len(count_bytes) + len(table[value_length]) + value_length
+            body += 1 if key is None else len(table[len(key)]) + len(key)
+            length = table[body] if body < TABLE_SIZE else encode_varint(body)
+            record_size = len(length) + body
+            if size + record_size > limit and count:
+                full = True
+                break
+            if size + record_size > hard:
+                break  # add() raises the error
+            if key is None:
+                extend((length, head, count_bytes, _NULL, table[value_length], value, _ZERO))
+            else:
+                extend(
+                    (
+                        length,
+                        head,
+                        count_bytes,
+                        table[len(key)],
+                        key,
+                        table[value_length],
+                        value,
+                        _ZERO,
+                    )
+                )
+            count += 1
+            size += record_size
+            index += 1
+        if index > start:
+            self.count = count
+            self.size = size
+            if timestamp > self.max_timestamp:  # noqa: PLR1730
+                self.max_timestamp = timestamp
+        return index, full
+
+    def _add_each(
+        self,
+        timestamp: int,
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        start: int,
+    ) -> int:
+        for index in range(start, len(values)):
+            if not self.add(timestamp, None if keys is None else keys[index], values[index]):
+                return index
+        return len(values)
+
     def build(self) -> bytes:
         """The batch's bytes (base offset 0; the log assigns offsets); must not be empty."""
         section = b"".join(self.parts)
