@@ -471,26 +471,27 @@ class WriteFailedError(SeglogError):
 
 
 def write_failure(exc: OSError, summary: ProduceSummary, synced: bool) -> WriteFailedError:
-    """The error for an ``OSError`` while producing (see the module docstring)."""
-    what = exc.strerror or str(exc)
-    if exc.filename is not None:
-        name = os.fsdecode(exc.filename).removesuffix(TMP_SUFFIX)
-        what = f"writing {name} failed: {what}"
+    """The error for an ``OSError`` while producing (see the module docstring): what failed
+    (the file, never its ``.tmp``), and which records are safe."""
+    path = getattr(exc, "path", None) or exc.filename
+    reason = getattr(exc, "reason", None) or exc.strerror or str(exc)
+    if path is not None:
+        what = f"writing {os.fsdecode(path).removesuffix(TMP_SUFFIX)} failed: {reason}"
     else:
-        what = f"writing failed: {what}"
+        what = f"writing failed: {reason}"
     if synced:
-        safe = f"all {summary.records} record(s) produced are safe (written and synced)"
-        after = "; the directory was not marked cleanly shut down, so the next open checks it"
+        safe = (
+            f"all {summary.records} record(s) produced are safe (written and synced); the "
+            "directory was not marked as cleanly shut down, so its next open checks the logs"
+        )
     elif summary.records:
         safe = (
-            f"{summary.records} record(s) were written before it (the summary above); they "
-            "may not be synced: the next open recovers the log and keeps every whole batch"
+            f"the {summary.records} record(s) written before it (the summary above) could not "
+            "be synced: the next open recovers the log and keeps every whole batch"
         )
-        after = ""
     else:
         safe = "no record was written"
-        after = ""
-    return WriteFailedError(f"{what}; {safe}{after}")
+    return WriteFailedError(f"{what}; {safe}")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -531,10 +532,18 @@ def run(args: argparse.Namespace) -> int:
                 synced = True
             except (InputLineError, KeyboardInterrupt):
                 # The records of the lines before are produced, as a console producer would
-                # have sent them. (After an engine or I/O error nothing more is written.)
+                # have sent them.
                 producer.send(everything=True)
                 producer.flush()
                 synced = True
+                raise
+            except OSError:
+                # Nothing more is written; what was written is synced if the disk lets us.
+                try:
+                    producer.flush()
+                    synced = True
+                except OSError:
+                    pass
                 raise
             finally:
                 for text in summary_lines(settings.topic, producer.summary):
@@ -544,5 +553,9 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         if producer is None or isinstance(exc, BrokenPipeError):
             raise
-        raise write_failure(exc, producer.summary, synced) from exc
+        first: BaseException = exc  # a failed close reports the write that failed first
+        while isinstance(first.__context__, OSError):
+            first = first.__context__
+        assert isinstance(first, OSError)
+        raise write_failure(first, producer.summary, synced) from exc
     return EXIT_OK
