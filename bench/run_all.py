@@ -22,6 +22,7 @@ if __package__ in (None, ""):  # run as a script: python bench/run_all.py
 
 from bench import (
     bench_cleaner,
+    bench_cli_produce,
     bench_compacted,
     bench_format,
     bench_hash,
@@ -38,6 +39,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "hash": bench_hash.main,
     "spark_source": bench_spark_source.main,
     "spark_compaction": bench_spark_compaction.main,
+    "cli_produce": bench_cli_produce.main,
 }
 
 
