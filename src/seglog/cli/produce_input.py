@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,6 +207,7 @@ def parse_json_line(number: int, line: bytes, partitions: frozenset[int]) -> Pro
 
 
 _loads = orjson.loads
+_value_of = operator.itemgetter("value")
 _JSONDecodeError = orjson.JSONDecodeError
 
 
@@ -274,7 +276,25 @@ def parse_json_chunk(lines: list[bytes], partitions: frozenset[int]) -> ParsedCh
         return None
     if len(objects) != len(lines):
         return None
-    values: list[bytes | None] = []
+    if set(map(type, objects)) == {dict} and set(map(len, objects)) == {1}:
+        # Every line is {"value": ...}: column by column, without a Python loop per line.
+        try:
+            texts = list(map(_value_of, objects))
+        except KeyError:
+            return None
+        kinds = set(map(type, texts))
+        if not kinds <= {str, type(None)}:
+            return None
+        if type(None) in kinds:
+            nulls = texts.count(None)
+            values: list[bytes | None] = [None if t is None else t.encode() for t in texts]
+        else:
+            nulls = 0
+            values = list(map(str.encode, texts))
+        if joined.count(b'"') != 4 * len(texts) - 2 * nulls:
+            return None  # "value" given twice somewhere
+        return ParsedChunk(values, None, None, None)
+    values = []
     keys: list[bytes | None] = []
     timestamps: list[int | None] = []
     chosen: list[int | None] = []

@@ -39,6 +39,22 @@ TABLE_SIZE = 1 << 13  # values 0..8191: zig-zag varints of one or two bytes
 _ZIGZAG = [encode_varint(value) for value in range(TABLE_SIZE)]  # signed value -> bytes
 _NULL = b"\x01"  # zig-zag varint of -1
 _ZERO = b"\x00"
+_LENGTHS = [len(encoded) for encoded in _ZIGZAG]
+# Per timestamp-delta prefix: attributes, timestamp delta, offset delta (by index), null key:
+# the first bytes of every keyless record after its length. Made on first use of a delta.
+_KEYLESS_PREFIXES: dict[int, tuple[list[bytes], list[int]]] = {}
+KEYLESS_PREFIX_DELTAS_MAX = 64  # deltas whose prefixes are kept (then the cache is cleared)
+
+
+def _keyless_prefixes(delta: int) -> tuple[list[bytes], list[int]]:
+    found = _KEYLESS_PREFIXES.get(delta)
+    if found is None:
+        if len(_KEYLESS_PREFIXES) >= KEYLESS_PREFIX_DELTAS_MAX:
+            _KEYLESS_PREFIXES.clear()
+        head = _ZERO + _ZIGZAG[delta]
+        prefixes = [head + offset + _NULL for offset in _ZIGZAG]
+        found = _KEYLESS_PREFIXES[delta] = (prefixes, [len(p) for p in prefixes])
+    return found
 
 
 def largest_uncompressed_batch(codec: CompressionType, max_batch_bytes: int) -> int:
@@ -192,6 +208,53 @@ class OpenBatch:
         delta = timestamp - self.base_timestamp
         if not 0 <= delta < TABLE_SIZE:
             return start, False
+        if keys is None:
+            index, count, size, full = self._keyless_run(delta, values, start, count)
+        else:
+            index, count, size, full = self._keyed_run(delta, keys, values, start, count)
+        if index > start:
+            self.count = count
+            self.size = size
+            if timestamp > self.max_timestamp:  # noqa: PLR1730
+                self.max_timestamp = timestamp
+        return index, full
+
+    def _keyless_run(
+        self, delta: int, values: Sequence[bytes | None], start: int, count: int
+    ) -> tuple[int, int, int, bool]:
+        """Keyless records from ``start``: ``(next index, count, size, batch full)``."""
+        table, lengths = _ZIGZAG, _LENGTHS
+        prefixes, prefix_lengths = _keyless_prefixes(delta)
+        extend = self.parts.extend
+        size = self.size
+        limit, hard = self.batch_size, self.hard_limit
+        index = start
+        for value in values[start:] if start else values:
+            if value is None or count >= TABLE_SIZE:
+                break
+            value_length = len(value)
+            if value_length >= TABLE_SIZE:
+                break
+            body = prefix_lengths[count] + lengths[value_length] + value_length + 1
+            length = table[body] if body < TABLE_SIZE else encode_varint(body)
+            record_size = len(length) + body
+            if size + record_size > limit and (count or size + record_size > hard):
+                return index, count, size, count > 0
+            extend((length, prefixes[count], table[value_length], value, _ZERO))
+            count += 1
+            size += record_size
+            index += 1
+        return index, count, size, False
+
+    def _keyed_run(
+        self,
+        delta: int,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        start: int,
+        count: int,
+    ) -> tuple[int, int, int, bool]:
+        """Records with keys from ``start``: ``(next index, count, size, batch full)``."""
         table = _ZIGZAG
         head = _ZERO + table[delta]  # attributes, timestamp delta
         fixed = 2 + len(table[delta])  # attributes, timestamp delta, header count
@@ -199,10 +262,9 @@ class OpenBatch:
         size = self.size
         limit, hard = self.batch_size, self.hard_limit
         index, end = start, len(values)
-        full = False
         while index < end:
             value = values[index]
-            key = None if keys is None else keys[index]
+            key = keys[index]
             if (
                 value is None
                 or count >= TABLE_SIZE
@@ -216,11 +278,8 @@ class OpenBatch:
             body += 1 if key is None else len(table[len(key)]) + len(key)
             length = table[body] if body < TABLE_SIZE else encode_varint(body)
             record_size = len(length) + body
-            if size + record_size > limit and count:
-                full = True
-                break
-            if size + record_size > hard:
-                break  # add() raises the error
+            if size + record_size > limit and (count or size + record_size > hard):
+                return index, count, size, count > 0
             if key is None:
                 extend((length, head, count_bytes, _NULL, table[value_length], value, _ZERO))
             else:
@@ -239,12 +298,7 @@ class OpenBatch:
             count += 1
             size += record_size
             index += 1
-        if index > start:
-            self.count = count
-            self.size = size
-            if timestamp > self.max_timestamp:  # noqa: PLR1730
-                self.max_timestamp = timestamp
-        return index, full
+        return index, count, size, False
 
     def _add_each(
         self,
