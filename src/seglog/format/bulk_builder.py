@@ -18,7 +18,10 @@ what must fit. A record that fits no batch raises :class:`RecordTooLargeError`.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Sequence
+from itertools import accumulate
+from operator import add
 
 from seglog.errors import RecordTooLargeError
 from seglog.format.batch import (
@@ -40,20 +43,32 @@ _ZIGZAG = [encode_varint(value) for value in range(TABLE_SIZE)]  # signed value 
 _NULL = b"\x01"  # zig-zag varint of -1
 _ZERO = b"\x00"
 _LENGTHS = [len(encoded) for encoded in _ZIGZAG]
+# Lengths of a record's body fit here when its value and key are below TABLE_SIZE.
+_BODY_ZIGZAG = [encode_varint(value) for value in range(4 * TABLE_SIZE)]
+_BODY_LENGTHS = [len(encoded) for encoded in _BODY_ZIGZAG]
+MIN_RECORD_BYTES = 7  # length, attributes, deltas, null key, empty value, header count
 # Per timestamp-delta prefix: attributes, timestamp delta, offset delta (by index), null key:
 # the first bytes of every keyless record after its length. Made on first use of a delta.
 _KEYLESS_PREFIXES: dict[int, tuple[list[bytes], list[int]]] = {}
 KEYLESS_PREFIX_DELTAS_MAX = 64  # deltas whose prefixes are kept (then the cache is cleared)
 
 
-def _keyless_prefixes(delta: int) -> tuple[list[bytes], list[int]]:
+def _keyless_prefixes(delta: int, upto: int) -> tuple[list[bytes], list[int]]:
+    """The prefixes of keyless records with this timestamp delta, for offset deltas
+    ``0..upto-1`` at least (the lists grow on demand: most batches hold a few hundred)."""
     found = _KEYLESS_PREFIXES.get(delta)
     if found is None:
         if len(_KEYLESS_PREFIXES) >= KEYLESS_PREFIX_DELTAS_MAX:
             _KEYLESS_PREFIXES.clear()
+        found = _KEYLESS_PREFIXES[delta] = ([], [])
+    prefixes, lengths = found
+    if len(prefixes) < upto:
         head = _ZERO + _ZIGZAG[delta]
-        prefixes = [head + offset + _NULL for offset in _ZIGZAG]
-        found = _KEYLESS_PREFIXES[delta] = (prefixes, [len(p) for p in prefixes])
+        end = min(TABLE_SIZE, max(upto, 2 * len(prefixes), 256))
+        more = [head + offset + _NULL for offset in _ZIGZAG[len(prefixes) : end]]
+        prefixes.extend(more)
+        # body bytes besides the value's length and bytes: the prefix and the header count
+        lengths.extend([len(p) + 1 for p in more])
     return found
 
 
@@ -209,7 +224,15 @@ class OpenBatch:
         if not 0 <= delta < TABLE_SIZE:
             return start, False
         if keys is None:
-            index, count, size, full = self._keyless_run(delta, values, start, count)
+            index, size, full = start, self.size, False
+            while not full and index < len(values):
+                done = index
+                index, count, size, full = self._keyless_columns(delta, values, index, count, size)
+                if index == done:
+                    break
+            if not full and index < len(values):
+                self.count, self.size = count, size
+                index, count, size, full = self._keyless_run(delta, values, index, count)
         else:
             index, count, size, full = self._keyed_run(delta, keys, values, start, count)
         if index > start:
@@ -219,12 +242,54 @@ class OpenBatch:
                 self.max_timestamp = timestamp
         return index, full
 
+    def _keyless_columns(
+        self, delta: int, values: Sequence[bytes | None], start: int, count: int, size: int
+    ) -> tuple[int, int, int, bool]:
+        """Keyless records from ``start`` column by column (sizes summed with ``accumulate``,
+        the batch's end found with ``bisect``, the parts laid out with slice assignments), as
+        long as no value is null or long; ``(next index, count, size, batch full)``."""
+        room = self.batch_size - size
+        first = values[start]
+        if first is None:
+            return start, count, size, False
+        # About as many records as fit if they are like the first (more are taken next time).
+        guess = room // (len(first) + MIN_RECORD_BYTES) + 2
+        window: list[bytes] = list(values[start : start + min(TABLE_SIZE - count, guess)])  # type: ignore[arg-type]
+        if not window or None in window:
+            return start, count, size, False
+        value_lengths = list(map(len, window))
+        if max(value_lengths) >= TABLE_SIZE:
+            return start, count, size, False
+        prefixes, prefix_lengths = _keyless_prefixes(delta, count + len(window))
+        bodies = list(
+            map(
+                add,
+                map(add, prefix_lengths[count : count + len(window)], value_lengths),
+                map(_LENGTHS.__getitem__, value_lengths),
+            )
+        )
+        sizes = list(map(add, bodies, map(_BODY_LENGTHS.__getitem__, bodies)))
+        fitting = bisect_right(list(accumulate(sizes)), room)
+        if fitting == 0:
+            if count or sizes[0] > self.hard_limit - size:
+                return start, count, size, count > 0  # full, or add() raises for it
+            fitting = 1  # a record larger than batch.size: a batch of its own, as in Kafka
+        parts: list[bytes] = [_ZERO] * (5 * fitting)
+        parts[0::5] = map(_BODY_ZIGZAG.__getitem__, bodies[:fitting])
+        parts[1::5] = prefixes[count : count + fitting]
+        parts[2::5] = map(_ZIGZAG.__getitem__, value_lengths[:fitting])
+        parts[3::5] = window[:fitting]
+        self.parts.extend(parts)
+        size += sum(sizes[:fitting])
+        # Not all of the window fitted: the batch is full.
+        return start + fitting, count + fitting, size, fitting < len(window)
+
     def _keyless_run(
         self, delta: int, values: Sequence[bytes | None], start: int, count: int
     ) -> tuple[int, int, int, bool]:
         """Keyless records from ``start``: ``(next index, count, size, batch full)``."""
         table, lengths = _ZIGZAG, _LENGTHS
-        prefixes, prefix_lengths = _keyless_prefixes(delta)
+        prefixes, prefix_lengths = _keyless_prefixes(delta, TABLE_SIZE)
         extend = self.parts.extend
         size = self.size
         limit, hard = self.batch_size, self.hard_limit
@@ -235,7 +300,7 @@ class OpenBatch:
             value_length = len(value)
             if value_length >= TABLE_SIZE:
                 break
-            body = prefix_lengths[count] + lengths[value_length] + value_length + 1
+            body = prefix_lengths[count] + lengths[value_length] + value_length
             length = table[body] if body < TABLE_SIZE else encode_varint(body)
             record_size = len(length) + body
             if size + record_size > limit and (count or size + record_size > hard):
