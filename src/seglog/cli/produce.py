@@ -35,8 +35,8 @@ Records are appended **as lines arrive**, in batches, as Kafka's producer sends 
 partition's batch is appended when it reaches ``--batch-size`` bytes or ``--linger-ms`` after
 its first record (so ``tail -f app.log | seglog produce T`` shows each line to readers within
 the linger time), and at the end of input. Defaults are those of ``kafka-console-producer.sh``:
-16384 bytes (at most half the topic's ``segment.bytes``) and 1000 ms. The topic's ``compression.type`` applies, or ``--compression-codec``
-when it is ``producer``.
+16384 bytes (at most half the topic's ``segment.bytes``) and 1000 ms. The topic's
+``compression.type`` applies, or ``--compression-codec`` when it is ``producer``.
 
 Kafka's console producer options are accepted too: ``--topic T`` (instead of TOPIC),
 ``--property parse.key=true`` with ``--property key.separator=SEP`` (default a tab, as Kafka)
