@@ -23,6 +23,7 @@ if __package__ in (None, ""):  # run as a script: python bench/run_all.py
 from bench import (
     bench_cleaner,
     bench_cli_consume,
+    bench_cli_produce,
     bench_cli_startup,
     bench_compacted,
     bench_format,
@@ -44,6 +45,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "cli_startup": bench_cli_startup.main,
     "cli_consume": bench_cli_consume.main,
     "object_store": bench_object_store.main,
+    "cli_produce": bench_cli_produce.main,
 }
 
 

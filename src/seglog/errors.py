@@ -151,6 +151,21 @@ class LogDirectoryLockedError(UnreadableFileError):
     """Another process holds a log directory's ``.lock`` (a second seglog, or a Kafka broker)."""
 
 
+class LockHeldElsewhereError(LogDirectoryLockedError):
+    """The ``.lock`` is held by another process right now (it may let go: a command can wait
+    for it); ``holder`` names it (``process 1234 (seglog maintain)``) when it can be told."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        path: str,
+        holder: str | None = None,
+    ) -> None:
+        self.holder = holder
+        super().__init__(reason, path=path)
+
+
 class TopicExistsError(SeglogError, ValueError):
     """A topic with that name already exists."""
 

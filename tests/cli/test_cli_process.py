@@ -98,14 +98,15 @@ def lock_holder(data_dir: Path) -> Iterator[subprocess.Popen[str]]:
 def test_a_second_process_gets_the_lock_error(
     cli: Cli, data_dir: Path, lock_holder: subprocess.Popen[str]
 ) -> None:
-    # Only commands that change data take the lock: they fail at once, naming the holder.
+    # Only commands that change data take the lock: with --lock-wait-ms 0 they fail at once,
+    # naming the holder (tests/cli/test_lock_wait.py covers the wait).
     for args in (
         ("topics", "create", "t", "--partitions", "1"),
         ("produce", "t"),
         ("retention", "--once"),
         ("topics", "delete", "t"),
     ):
-        result = cli.run(*args)
+        result = cli.run("--lock-wait-ms", "0", *args)
         assert result.status == 1, args
         assert result.err.startswith("seglog: error: "), result.err
         assert f"is locked by process {lock_holder.pid} (" in result.err, result.err
@@ -116,7 +117,9 @@ def test_a_second_process_gets_the_lock_error(
     for args in (("topics", "list"), ("log-dirs", "describe"), ("--read-only", "topics", "list")):
         assert cli.run(*args).status == 0, args
     # And from a separate process too.
-    other = seglog("--data-dir", data_dir, "topics", "create", "t", "--partitions", "1")
+    other = seglog(
+        "--data-dir", data_dir, "topics", "create", "t", "--partitions", "1", "--lock-wait-ms", "0"
+    )
     assert other.returncode == 1 and f"locked by process {lock_holder.pid}".encode() in (
         other.stderr
     )

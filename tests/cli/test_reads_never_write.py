@@ -217,13 +217,18 @@ def test_write_command_on_a_locked_directory_names_the_holder_and_the_read_way(
     with writer_holding(copy) as writer:
         before = fingerprint(copy)
         started = time.monotonic()
-        result = cli.run("--data-dir", copy, "produce", "_schemas", stdin=b"one\n", data_dir=False)
-        assert time.monotonic() - started < 10, "a locked directory must fail at once"
+        result = cli.run(
+            "--lock-wait-ms", "0", "--data-dir", copy, "produce", "_schemas",
+            stdin=b"one\n", data_dir=False,
+        )  # fmt: skip
+        assert time.monotonic() - started < 10, "--lock-wait-ms 0: a locked directory fails at once"
         assert result.status == 1
         assert f"is locked by process {writer.pid} (" in result.err, result.err
         assert "open_log_dirs" in result.err, result.err  # the holder's command line
         assert "Commands that only read" in result.err and "take no lock" in result.err
-        retention = cli.run("--data-dir", copy, "retention", "--once", data_dir=False)
+        retention = cli.run(
+            "--lock-wait-ms", "0", "--data-dir", copy, "retention", "--once", data_dir=False
+        )
         assert retention.status == 1 and f"process {writer.pid}" in retention.err
         assert fingerprint(copy) == before
 

@@ -19,7 +19,9 @@ A directory that was not shut down cleanly is recovered in memory only; stderr s
 writing open *would* truncate ("nothing written"). Only commands that change data
 (``produce``, ``delete-records``, ``topics create|alter|delete``, ``retention --once``,
 ``clean --once``, ``compact``, ``maintain``) pass ``writes=True`` to :func:`open_manager` and
-take the ``.lock``; when another process holds it they fail at once, naming the holder.
+take the ``.lock``; when another process holds it they wait for it up to ``--lock-wait-ms``
+(default 10 s, saying so on stderr) and then fail naming the holder
+(:mod:`seglog.cli.lock_wait`).
 
 Where they go: **before or after the command**, at any depth (``seglog --data-dir D topics
 list``, ``seglog topics list --data-dir D``; :mod:`seglog.cli.parsing` adds them to every
@@ -58,6 +60,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from seglog.cli import parsing
+from seglog.cli.lock_wait import lock_wait_ms_of, open_waiting_for_lock
 from seglog.errors import InvalidConfigError, SeglogError
 
 # The engine is imported where it is used, not here: main.py and every command's parser import
@@ -284,15 +287,20 @@ def open_manager(
     read_only = not writes
     create_dirs = create_dirs and writes
     _check_roots(broker, must_exist=not create_dirs or read_only, read_only=read_only)
-    bar = ProgressBar(
-        _opening_description(broker),
-        json_output=bool(getattr(args, "json", False)),
-        transient=True,
-    )
-    with deferred_interrupts(), bar:
-        manager = LogManager.open(
-            broker, read_only=read_only, start_scheduler=start_scheduler, progress=bar.callback
+
+    def open_once() -> LogManager:
+        bar = ProgressBar(
+            _opening_description(broker),
+            json_output=bool(getattr(args, "json", False)),
+            transient=True,
         )
+        with deferred_interrupts(), bar:
+            return LogManager.open(
+                broker, read_only=read_only, start_scheduler=start_scheduler, progress=bar.callback
+            )
+
+    # Interrupts are held back during each try only, so Ctrl-C stops a wait for the lock.
+    manager = open_waiting_for_lock(open_once, lock_wait_ms_of(args) if writes else 0)
     report_recovery(manager)
     is_clean = True
     try:

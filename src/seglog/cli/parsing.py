@@ -33,6 +33,8 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from seglog.cli.lock_wait import DEFAULT_LOCK_WAIT_MS, LOCK_WAIT_HELP, non_negative_ms
+
 #: Each global option: its option string and ``add_argument`` keywords (top-level form).
 GLOBAL_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     (
@@ -61,6 +63,16 @@ GLOBAL_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
             "action": "store_true",
             "help": "kept for scripts: commands that only read never lock or write anyway; "
             "commands that change data refuse it",
+        },
+    ),
+    (
+        "--lock-wait-ms",
+        {
+            "dest": "lock_wait_ms",
+            "type": non_negative_ms,
+            "default": DEFAULT_LOCK_WAIT_MS,
+            "metavar": "MS",
+            "help": LOCK_WAIT_HELP,
         },
     ),
 )

@@ -31,86 +31,83 @@ valid UTF-8, so its output (less ``topic`` and ``offset``) can be produced again
 else (not an object, an unknown field, a wrong type, a duplicate field, bad base64, a negative
 timestamp, a partition the topic does not have) is an error naming the line.
 
-On an error, the records of the lines before it are produced (as a console producer would
-have sent them), the summary says which, and the exit status is 1. Ctrl-C does the same with
-status 130. The summary (records, and the offsets written per partition) goes to stderr.
+Records are appended **as lines arrive**, in batches, as Kafka's producer sends them: a
+partition's batch is appended when it reaches ``--batch-size`` bytes or ``--linger-ms`` after
+its first record (so ``tail -f app.log | seglog produce T`` shows each line to readers within
+the linger time), and at the end of input. Defaults are those of ``kafka-console-producer.sh``:
+16384 bytes (at most half the topic's ``segment.bytes``) and 1000 ms. The topic's
+``compression.type`` applies, or ``--compression-codec`` when it is ``producer``.
+
+Kafka's console producer options are accepted too: ``--topic T`` (instead of TOPIC),
+``--property parse.key=true`` with ``--property key.separator=SEP`` (default a tab, as Kafka)
+and ``--property null.marker=M`` (key or value equal to M is null, as Kafka),
+``--compression-codec [none|gzip|snappy|lz4|zstd]`` (gzip when given without a value, as
+Kafka), ``--batch-size`` / ``--max-partition-memory-bytes`` (``batch.size``), ``--timeout``
+(``linger.ms``), and ``--producer-property KEY=VALUE`` / ``--producer.config FILE`` for
+``batch.size``, ``linger.ms`` and ``compression.type`` (any other producer property is
+refused, naming it: there is no broker to send it to). Options given on the command line
+win over ``--producer-property``, which wins over ``--producer.config``, as in Kafka.
+
+At the end of input the records are fsynced, then the summary (records, and the offsets
+written per partition) goes to stderr, status 0. On a bad line, the records of the lines
+before it are produced (as a console producer would have sent them), the summary says which,
+and the status is 1. Ctrl-C (SIGINT) or SIGTERM does the same with status 130 (143). When
+writing fails (a full disk), the error says how many records are safe (written and synced)
+and what failed.
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
-import binascii
 import io
 import os
+import signal
 import stat
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 from seglog.cli.common import (
     EXIT_OK,
     command_options_parent,
-    deferred_interrupts,
+    key_value,
+    non_negative_int,
     open_manager,
     positive_int,
 )
+from seglog.cli.produce_input import (
+    InputLineError,
+    ParsedChunk,
+    parse_json_chunk,
+    parse_json_fast,
+    parse_json_line,
+)
+from seglog.cli.produce_live import InputChunks, LingeringProducer, StopSignals
+from seglog.cli.produce_options import (
+    CODECS,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_LINGER_MS,
+    Settings,
+    settings_of,
+)
 from seglog.cli.progress import BYTES, ProgressBar
-from seglog.cli.strict_json import kind_of, loads_strict
-from seglog.config import LogConfig
-from seglog.engine.producer import Producer, ProduceRecord, ProduceSummary
-from seglog.errors import InvalidRecordError
-from seglog.format.records import Header
-from seglog.format.topic_names import validate_topic_name
+from seglog.engine.producer import ProduceSummary
+from seglog.errors import SeglogError
+from seglog.storage.atomic import TMP_SUFFIX
 
 if TYPE_CHECKING:
     from seglog.cli.common import Subparsers
 
 DEFAULT_MAX_LINE_BYTES = 1024 * 1024
-MAX_LINE_BYTES_LIMIT = 64 * 1024 * 1024
-PENDING_RECORDS_MAX = 1000  # records parsed, then handed to the producer in one go
-PENDING_BYTES_MAX = 4 * 1024 * 1024
-# The engine's Producer buffers by record count only and appends each partition's buffer as one
-# chunk. The command hands it at most this many (over-estimated) bytes between flushes, and at
-# most one batch's worth (max.message.bytes) and half a segment: so memory stays bounded, the
-# log never rejects a chunk as larger than segment.bytes, and each append is a single batch, as
-# a Kafka producer's are, so every offset index entry names its batch's last offset (what
-# kafka-dump-log --verify-index-only checks).
-APPEND_BYTES_MAX = 32 * 1024 * 1024
-BATCH_OVERHEAD_BYTES = 61
-RECORD_OVERHEAD_BYTES = 40  # varints of a record at their longest, and then some
-HEADER_OVERHEAD_BYTES = 10
-PROGRESS_STEP_BYTES = 256 * 1024  # the bar is updated at most once per this many bytes read
-INT64_MAX = (1 << 63) - 1
-JSON_FIELDS = frozenset(
-    {
-        "key",
-        "key_base64",
-        "value",
-        "value_base64",
-        "headers",
-        "headers_base64",
-        "timestamp",
-        "partition",
-    }
-)
 
 EPILOG = """\
 Examples:
   printf 'AAPL:189.5\\nMSFT:402.1\\nAAPL:-\\n' | \\
       seglog --data-dir D produce prices --key-separator : --null-value -
   echo '{"key": "AAPL", "value": "190", "headers": {"src": "feed"}}' | \\
-      seglog --data-dir D produce prices --format json"""
-
-
-class InputLineError(InvalidRecordError):
-    """A line of input that is not a valid record; ``line`` is its 1-based number."""
-
-    def __init__(self, line: int, reason: str) -> None:
-        self.line = line
-        self.reason = reason
-        super().__init__(f"line {line}: {reason}")
+      seglog --data-dir D produce prices --format json
+  tail -f app.log | seglog --data-dir D produce --topic app-logs --linger-ms 200
+  seglog --data-dir D produce --topic prices --property parse.key=true \\
+      --property key.separator=: --compression-codec < prices.txt"""
 
 
 def register(subparsers: Subparsers) -> None:
@@ -118,12 +115,15 @@ def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "produce",
         parents=[command_options_parent()],
-        help="append the lines of stdin to a topic",
+        help="append the lines of stdin to a topic, as they arrive",
         description=__doc__,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("topic", metavar="TOPIC", help="topic to produce to")
+    parser.add_argument("topic", metavar="TOPIC", nargs="?", help="topic to produce to")
+    parser.add_argument(
+        "--topic", dest="topic_option", metavar="TOPIC", help="the topic, as Kafka spells it"
+    )
     parser.add_argument(
         "--format",
         choices=("text", "json"),
@@ -147,198 +147,173 @@ def register(subparsers: Subparsers) -> None:
         metavar="N",
         help="longest line accepted, in bytes (default %(default)s)",
     )
+    parser.add_argument(
+        "--batch-size",
+        "--max-partition-memory-bytes",
+        dest="batch_size",
+        type=positive_int,
+        metavar="BYTES",
+        help=f"batch.size: a batch is appended when full (default {DEFAULT_BATCH_SIZE})",
+    )
+    parser.add_argument(
+        "--linger-ms",
+        "--timeout",
+        dest="linger_ms",
+        type=non_negative_int,
+        metavar="MS",
+        help="linger.ms: a batch is appended at most MS after its first record "
+        f"(default {DEFAULT_LINGER_MS}, as kafka-console-producer.sh --timeout)",
+    )
+    parser.add_argument(
+        "--compression-codec",
+        nargs="?",
+        const="gzip",
+        choices=CODECS,
+        metavar="CODEC",
+        help="none, gzip (when given without a value), snappy, lz4 or zstd; used when the "
+        "topic's compression.type is producer",
+    )
+    parser.add_argument(
+        "--property",
+        dest="properties",
+        action="append",
+        type=key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="Kafka's line reader properties: parse.key=true|false, key.separator=SEP "
+        "(default a tab), null.marker=M",
+    )
+    parser.add_argument(
+        "--producer-property",
+        dest="producer_properties",
+        action="append",
+        type=key_value,
+        default=[],
+        metavar="KEY=VALUE",
+        help="batch.size, linger.ms or compression.type",
+    )
+    parser.add_argument(
+        "--producer.config",
+        dest="producer_config",
+        metavar="FILE",
+        help="a producer properties file (batch.size, linger.ms, compression.type)",
+    )
     parser.set_defaults(handler=run)
 
 
-# --- reading lines ----------------------------------------------------------------------------
+# --- lines to records -------------------------------------------------------------------------
 
 
-def read_lines(
-    stream: IO[bytes] | _CountingReader, max_line_bytes: int
-) -> Iterator[tuple[int, bytes]]:
-    """``(line number, content)`` of each non-empty line, terminator removed."""
-    number = 0
-    while True:
-        raw = stream.readline(max_line_bytes + 2)  # room for the content and "\r\n"
-        if not raw:
+class LineFeeder:
+    """Splits chunks of input into lines and hands their records to the producer."""
+
+    def __init__(
+        self, producer: LingeringProducer, settings: Settings, json_lines: bool, max_line: int
+    ) -> None:
+        self.producer = producer
+        self.settings = settings
+        self.json_lines = json_lines
+        self.max_line = max_line
+        self.clock_ms = producer.clock_ms
+        self.leftover = b""
+        self.lines_done = 0
+
+    def feed(self, data: bytes) -> None:
+        """The complete lines of ``data`` (after what was left of the last chunk)."""
+        block = self.leftover + data if self.leftover else data
+        end = block.rfind(b"\n")
+        if end < 0:
+            self.leftover = block
+            if len(block) > self.max_line + 1:  # room for a "\r"
+                self._too_long(self.lines_done + 1)
             return
-        number += 1
-        if raw.endswith(b"\n"):
-            raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
-        if len(raw) > max_line_bytes:
-            raise InputLineError(number, f"longer than --max-line-bytes {max_line_bytes}")
-        if raw:
-            yield number, raw
+        self.leftover = block[end + 1 :]
+        self._lines(block[:end])
 
+    def finish(self) -> None:
+        """The last line, when the input does not end with a newline."""
+        if self.leftover:
+            block, self.leftover = self.leftover, b""
+            self._lines(block)
 
-@dataclass(frozen=True, slots=True)
-class TextFormat:
-    """How text lines become records."""
+    def _too_long(self, number: int) -> None:
+        raise InputLineError(number, f"longer than --max-line-bytes {self.max_line}")
 
-    key_separator: bytes | None
-    null_value: bytes | None
+    def _lines(self, block: bytes) -> None:
+        lines = block.split(b"\n")
+        base = self.lines_done
+        if b"\r" in block:
+            lines = [line[:-1] if line.endswith(b"\r") else line for line in lines]
+        too_long = None
+        if max(map(len, lines)) > self.max_line:
+            too_long = next(i for i, line in enumerate(lines) if len(line) > self.max_line)
+            lines = lines[:too_long]  # the lines before it are produced, then the error
+        if self.json_lines:
+            self._json(lines, base, b"\\" not in block)
+        else:
+            self._text(lines, base)
+        self.lines_done = base + len(lines)
+        if too_long is not None:
+            self._too_long(base + too_long + 1)
 
-    def parse(self, number: int, line: bytes) -> ProduceRecord:
-        """The record of one text line."""
-        key: bytes | None = None
-        value: bytes | None = line
-        if self.key_separator is not None:
-            key, sep, value = line.partition(self.key_separator)
-            if not sep:
-                shown = self.key_separator.decode("utf-8", "backslashreplace")
-                raise InputLineError(number, f"no key separator {shown!r} in the line")
-        if self.null_value is not None and value == self.null_value:
-            value = None
-        return ProduceRecord(value=value, key=key)
+    def _text(self, lines: list[bytes], base: int) -> None:
+        producer = self.producer
+        add, choose, parse = producer.add, producer.partition_for, self.settings.text.parse
+        now = self.clock_ms()
+        for index, line in enumerate(lines):
+            if line:
+                key, value = parse(base + index + 1, line)
+                add(choose(key), now, key, value)
 
-
-def _utf8(number: int, field: str, text: str) -> bytes:
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InputLineError(number, f"{field!r} is not valid Unicode (a lone surrogate)") from None
-
-
-def _text_or_null(number: int, obj: dict[str, Any], field: str) -> bytes | None:
-    value = obj[field]
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InputLineError(number, f"{field!r} must be a string or null, not {kind_of(value)}")
-    return _utf8(number, field, value)
-
-
-def _base64_or_null(number: int, field: str, value: Any) -> bytes | None:
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise InputLineError(number, f"{field!r} must be base64 text or null, not {kind_of(value)}")
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        raise InputLineError(number, f"{field!r} is not valid base64") from None
-
-
-def _bytes_field(number: int, obj: dict[str, Any], name: str) -> tuple[bool, bytes | None]:
-    """``(given, bytes)`` of ``name`` or ``name_base64`` (never both)."""
-    b64 = f"{name}_base64"
-    if name in obj and b64 in obj:
-        raise InputLineError(number, f"give {name!r} or {b64!r}, not both")
-    if name in obj:
-        return True, _text_or_null(number, obj, name)
-    if b64 in obj:
-        return True, _base64_or_null(number, b64, obj[b64])
-    return False, None
-
-
-def _int_field(number: int, obj: dict[str, Any], name: str, high: int) -> int | None:
-    if name not in obj:
-        return None
-    value = obj[name]
-    if value is None:
-        return None
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise InputLineError(number, f"{name!r} must be an integer, not {kind_of(value)}")
-    if not 0 <= value <= high:
-        raise InputLineError(number, f"{name!r} {value} is outside 0..{high}")
-    return value
-
-
-def _headers(number: int, obj: dict[str, Any]) -> tuple[Header, ...]:
-    if "headers" in obj and "headers_base64" in obj:
-        raise InputLineError(number, "give 'headers' or 'headers_base64', not both")
-    if "headers" in obj:
-        headers = obj["headers"]
-        if not isinstance(headers, dict):
-            raise InputLineError(number, f"'headers' must be an object, not {kind_of(headers)}")
-        out = []
-        for key, value in headers.items():
-            _utf8(number, "headers", key)
-            if value is not None and not isinstance(value, str):
-                raise InputLineError(
-                    number, f"header {key!r} must be a string or null, not {kind_of(value)}"
+    def _json(self, lines: list[bytes], base: int, fast: bool) -> None:
+        producer = self.producer
+        now = self.clock_ms()
+        if fast:
+            chunk = parse_json_chunk([line for line in lines if line], producer.partition_set)
+            if chunk is not None:
+                self._json_chunk(chunk, now)
+                return
+        add, choose, partitions = producer.add, producer.partition_for, producer.partition_set
+        for index, line in enumerate(lines):
+            if not line:
+                continue
+            parsed = parse_json_fast(line, partitions) if fast else None
+            if parsed is None:
+                record = parse_json_line(base + index + 1, line, partitions)
+                key, value = record.key, record.value
+                partition = choose(key) if record.partition is None else record.partition
+                timestamp = now if record.timestamp_ms is None else record.timestamp_ms
+                add(partition, timestamp, key, value, record.headers)
+            else:
+                key, value, given_timestamp, given_partition = parsed
+                add(
+                    choose(key) if given_partition is None else given_partition,
+                    now if given_timestamp is None else given_timestamp,
+                    key,
+                    value,
                 )
-            out.append(Header(key, None if value is None else _utf8(number, "headers", value)))
-        return tuple(out)
-    if "headers_base64" in obj:
-        pairs = obj["headers_base64"]
-        if not isinstance(pairs, list):
-            raise InputLineError(
-                number, f"'headers_base64' must be an array of pairs, not {kind_of(pairs)}"
+
+    def _json_chunk(self, chunk: ParsedChunk, now: int) -> None:
+        producer = self.producer
+        keys, values = chunk.keys, chunk.values
+        if len(producer.partitions) == 1 and chunk.timestamps is None and chunk.partitions is None:
+            producer.add_many(producer.partitions[0], now, keys, values)
+            return
+        add, choose = producer.add, producer.partition_for
+        timestamps, partitions = chunk.timestamps, chunk.partitions
+        for index, value in enumerate(values):
+            key = None if keys is None else keys[index]
+            partition = None if partitions is None else partitions[index]
+            timestamp = None if timestamps is None else timestamps[index]
+            add(
+                choose(key) if partition is None else partition,
+                now if timestamp is None else timestamp,
+                key,
+                value,
             )
-        out = []
-        for pair in pairs:
-            if not isinstance(pair, list) or len(pair) != 2:
-                raise InputLineError(
-                    number, "'headers_base64' entries must be [key_base64, value_base64 or null]"
-                )
-            key = _base64_or_null(number, "headers_base64", pair[0])
-            if key is None:
-                raise InputLineError(number, "'headers_base64': a header key cannot be null")
-            value = _base64_or_null(number, "headers_base64", pair[1])
-            out.append(Header(key.decode("utf-8", "surrogateescape"), value))
-        return tuple(out)
-    return ()
-
-
-def parse_json_line(number: int, line: bytes, partitions: frozenset[int]) -> ProduceRecord:
-    """The record of one ``--format json`` line (see the module docstring)."""
-    try:
-        text = line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputLineError(number, f"not UTF-8 (byte {exc.start})") from None
-    try:
-        obj = loads_strict(text)
-    except ValueError as exc:
-        raise InputLineError(number, str(exc)) from None
-    if not isinstance(obj, dict):
-        raise InputLineError(number, f"expected a JSON object, got {kind_of(obj)}")
-    unknown = sorted(set(obj) - JSON_FIELDS)
-    if unknown:
-        allowed = ", ".join(sorted(JSON_FIELDS))
-        raise InputLineError(
-            number, f"unknown field(s) {', '.join(map(repr, unknown))} (allowed: {allowed})"
-        )
-    has_value, value = _bytes_field(number, obj, "value")
-    if not has_value:
-        raise InputLineError(number, "'value' is required (a string or null)")
-    _, key = _bytes_field(number, obj, "key")
-    partition = _int_field(number, obj, "partition", (1 << 31) - 1)
-    if partition is not None and partition not in partitions:
-        raise InputLineError(
-            number, f"the topic has no partition {partition} (it has {len(partitions)})"
-        )
-    return ProduceRecord(
-        value=value,
-        key=key,
-        headers=_headers(number, obj),
-        timestamp_ms=_int_field(number, obj, "timestamp", INT64_MAX),
-        partition=partition,
-    )
-
-
-def _record_bytes(record: ProduceRecord) -> int:
-    size = RECORD_OVERHEAD_BYTES + len(record.key or b"") + len(record.value or b"")
-    for header in record.headers:
-        size += HEADER_OVERHEAD_BYTES + len(header.key_bytes()) + len(header.value or b"")
-    return size
 
 
 # --- the command ------------------------------------------------------------------------------
-
-
-class _CountingReader:
-    """A binary stream's ``readline``, counting the bytes read (for the progress bar)."""
-
-    def __init__(self, stream: IO[bytes]) -> None:
-        self._stream = stream
-        self.bytes_read = 0
-
-    def readline(self, size: int = -1) -> bytes:
-        """The next line (at most ``size`` bytes), as ``IO.readline``."""
-        data = self._stream.readline(size)
-        self.bytes_read += len(data)
-        return data
 
 
 def input_size_bytes(stream: IO[bytes]) -> int | None:
@@ -353,51 +328,6 @@ def input_size_bytes(stream: IO[bytes]) -> int | None:
         return None
 
 
-class _Sender:
-    """Hands parsed records to the producer in groups, with interrupts held back."""
-
-    def __init__(self, producer: Producer, flush_bytes: int) -> None:
-        self.producer = producer
-        self.flush_bytes = flush_bytes
-        self.pending: list[tuple[ProduceRecord, int]] = []  # with their estimated sizes
-        self.pending_bytes = 0
-        self.unflushed_bytes = 0
-
-    def add(self, record: ProduceRecord) -> None:
-        size = _record_bytes(record)
-        self.pending.append((record, size))
-        self.pending_bytes += size
-        if len(self.pending) >= PENDING_RECORDS_MAX or self.pending_bytes >= PENDING_BYTES_MAX:
-            self.send_pending()
-
-    def send_pending(self) -> None:
-        with deferred_interrupts():
-            for record, size in self.pending:
-                if self.unflushed_bytes and self.unflushed_bytes + size > self.flush_bytes:
-                    self.producer.flush()
-                    self.unflushed_bytes = 0
-                self.producer.send(record)
-                self.unflushed_bytes += size
-            self.pending.clear()
-            self.pending_bytes = 0
-
-    def finish(self) -> ProduceSummary:
-        self.send_pending()
-        with deferred_interrupts():
-            return self.producer.flush()
-
-
-def append_bytes_limit(config: LogConfig) -> int:
-    """Most (estimated) bytes handed to the producer between two flushes (see above)."""
-    batch_bytes = config.max_message_bytes - BATCH_OVERHEAD_BYTES
-    return max(1, min(APPEND_BYTES_MAX, config.segment_bytes // 2, batch_bytes))
-
-
-def _encode_arg(text: str | None) -> bytes | None:
-    # Command-line text back to the bytes the user typed (undecodable bytes survive).
-    return None if text is None else text.encode("utf-8", "surrogateescape")
-
-
 def summary_lines(topic: str, summary: ProduceSummary) -> list[str]:
     """What ``produce`` prints on stderr."""
     lines = [f"Produced {summary.records} record(s) to topic {topic}."]
@@ -407,41 +337,96 @@ def summary_lines(topic: str, summary: ProduceSummary) -> list[str]:
     return lines
 
 
+class WriteFailedError(SeglogError):
+    """Writing failed after some records were produced; the message says which are safe."""
+
+
+def write_failure(exc: OSError, summary: ProduceSummary, synced: bool) -> WriteFailedError:
+    """The error for an ``OSError`` while producing (see the module docstring): what failed
+    (the file, never its ``.tmp``), and which records are safe."""
+    path = getattr(exc, "path", None) or exc.filename
+    reason = getattr(exc, "reason", None) or exc.strerror or str(exc)
+    if path is not None:
+        what = f"writing {os.fsdecode(path).removesuffix(TMP_SUFFIX)} failed: {reason}"
+    else:
+        what = f"writing failed: {reason}"
+    if synced:
+        safe = (
+            f"all {summary.records} record(s) produced are safe (written and synced); the "
+            "directory was not marked as cleanly shut down, so its next open checks the logs"
+        )
+    elif summary.records:
+        safe = (
+            f"the {summary.records} record(s) written before it (the summary above) could not "
+            "be synced: the next open recovers the log and keeps every whole batch"
+        )
+    else:
+        safe = "no record was written"
+    return WriteFailedError(f"{what}; {safe}")
+
+
 def run(args: argparse.Namespace) -> int:
     """Entry point of ``seglog produce``."""
-    validate_topic_name(args.topic)
-    if args.format == "json" and (args.key_separator is not None or args.null_value is not None):
-        raise InvalidRecordError(
-            "--key-separator and --null-value are for text input; JSON lines say it themselves"
-        )
-    if args.key_separator == "":
-        raise InvalidRecordError("--key-separator cannot be empty")
-    if args.max_line_bytes > MAX_LINE_BYTES_LIMIT:
-        raise InvalidRecordError(f"--max-line-bytes is above the limit {MAX_LINE_BYTES_LIMIT}")
-    text_format = TextFormat(_encode_arg(args.key_separator), _encode_arg(args.null_value))
-    stdin = _CountingReader(sys.stdin.buffer)
-    with open_manager(args, writes=True) as manager:
-        producer = Producer(manager, args.topic)
-        partitions = frozenset(producer.partitions)
-        sender = _Sender(producer, append_bytes_limit(manager.log_config(args.topic)))
-        try:
-            bar = ProgressBar("producing", total=input_size_bytes(sys.stdin.buffer), unit=BYTES)
-            with bar:
-                for number, line in read_lines(stdin, args.max_line_bytes):
-                    if args.format == "json":
-                        sender.add(parse_json_line(number, line, partitions))
-                    else:
-                        sender.add(text_format.parse(number, line))
-                    if stdin.bytes_read - bar.completed >= PROGRESS_STEP_BYTES:
-                        bar.update(stdin.bytes_read)
-                bar.update(stdin.bytes_read)
-            sender.finish()
-        except (InputLineError, KeyboardInterrupt):
-            # The records of the lines before are produced, as a console producer would
-            # have sent them. (After an engine or I/O error nothing more is written.)
-            sender.finish()
+    settings = settings_of(args)
+    stdin = sys.stdin.buffer
+    total = input_size_bytes(stdin)
+    stop = StopSignals()
+    producer: LingeringProducer | None = None
+    synced = False
+    try:
+        with open_manager(args, writes=True) as manager, stop.installed():
+            producer = LingeringProducer(
+                manager,
+                settings.topic,
+                batch_size=settings.batch_size,
+                linger_ms=settings.linger_ms,
+                codec=settings.codec,
+            )
+            chunks = InputChunks(stdin, stop)
+            feeder = LineFeeder(producer, settings, args.format == "json", args.max_line_bytes)
+            try:
+                with ProgressBar("producing", total=total, unit=BYTES) as bar:
+                    while True:
+                        data = chunks.read(producer.seconds_until_due())
+                        if data is None:  # a batch lingered enough
+                            producer.send()
+                            continue
+                        if not data:
+                            feeder.finish()
+                            break
+                        feeder.feed(data)
+                        producer.send()
+                        bar.update(chunks.bytes_read)
+                        stop.check()
+                producer.send(everything=True)
+                producer.flush()
+                synced = True
+            except (InputLineError, KeyboardInterrupt):
+                # The records of the lines before are produced, as a console producer would
+                # have sent them.
+                producer.send(everything=True)
+                producer.flush()
+                synced = True
+                raise
+            except OSError:
+                # Nothing more is written; what was written is synced if the disk lets us.
+                try:
+                    producer.flush()
+                    synced = True
+                except OSError:
+                    pass
+                raise
+            finally:
+                for text in summary_lines(settings.topic, producer.summary):
+                    print(text, file=sys.stderr)
+    except KeyboardInterrupt:
+        return 128 + (stop.signum or signal.SIGINT)
+    except OSError as exc:
+        if producer is None or isinstance(exc, BrokenPipeError):
             raise
-        finally:
-            for text in summary_lines(args.topic, producer.summary):
-                print(text, file=sys.stderr)
+        first: BaseException = exc  # a failed close reports the write that failed first
+        while isinstance(first.__context__, OSError):
+            first = first.__context__
+        assert isinstance(first, OSError)
+        raise write_failure(first, producer.summary, synced) from exc
     return EXIT_OK

@@ -41,6 +41,7 @@ from typing import Any
 
 from seglog.errors import (
     CorruptCheckpointError,
+    LockHeldElsewhereError,
     LogDirectoryLockedError,
     SeglogError,
     UnreadableFileError,
@@ -335,9 +336,10 @@ class LogDirectory:
                 holder = lock_holder(fd)
                 os.close(fd)
                 who = holder or "another process (a seglog or Kafka broker)"
-                raise LogDirectoryLockedError(
+                raise LockHeldElsewhereError(
                     f"log directory {self.path} is locked by {who}: {exc.strerror}",
                     path=str(self.path / LOCK_FILE),
+                    holder=holder,
                 ) from exc
             _HELD_ROOTS.add(key)
         self._lock_fd = fd
