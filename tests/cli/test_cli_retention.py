@@ -24,7 +24,7 @@ def records(cli: Cli, *args: str) -> list[dict[str, Any]]:
 def produce_json(cli: Cli, topic: str, rows: list[dict[str, Any]]) -> None:
     """``produce --format json`` of ``rows``."""
     stdin = "".join(json.dumps(row) + "\n" for row in rows).encode()
-    cli.ok("produce", topic, "--format", "json", stdin=stdin)
+    cli.ok("produce", topic, "--format", "json", "--batch-size", "40", stdin=stdin)
 
 
 def describe(cli: Cli, topic: str) -> dict[str, Any]:

@@ -40,7 +40,8 @@ DEFAULT_LOCK_WAIT_MS = 10_000
 POLL_INTERVAL_S = 0.1
 LOCK_WAIT_HELP = (
     "commands that change data: when another process holds a data dir's lock, wait up to "
-    "this many ms for it, then fail naming the holder (default %(default)s; 0: fail at once)"
+    f"this many ms for it, then fail naming the holder (default {DEFAULT_LOCK_WAIT_MS}; "
+    "0: fail at once)"
 )
 
 

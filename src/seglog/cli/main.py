@@ -49,7 +49,7 @@ Handler = Callable[[argparse.Namespace], int]
 #: only named here (``seglog.cli`` never imports ``seglog.spark``; see docs/architecture.md).
 COMMANDS: tuple[tuple[str, str, str], ...] = (
     ("topics", "seglog.cli.topics", "create, list, describe, alter and delete topics"),
-    ("produce", "seglog.cli.produce", "append the lines of stdin to a topic"),
+    ("produce", "seglog.cli.produce", "append the lines of stdin to a topic, as they arrive"),
     ("consume", "seglog.cli.consume", "print the records of a topic"),
     (
         "delete-records",

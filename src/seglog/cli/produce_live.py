@@ -54,6 +54,7 @@ from seglog.errors import UnknownTopicError
 from seglog.format.bulk_builder import OpenBatch, largest_uncompressed_batch
 from seglog.format.compression import CompressionType
 from seglog.format.records import Header
+from seglog.kernels.layouts import BATCH_HEADER_BYTES
 
 READ_CHUNK_BYTES = 1024 * 1024
 APPEND_CHUNK_BYTES_MAX = 8 * 1024 * 1024  # batches of a partition appended in one write
@@ -92,8 +93,13 @@ class LingeringProducer:
         config = manager.log_config(topic)
         self.codec = effective_codec(config, codec)
         # At most half a segment, so a segment holds at least two batches (and a tiny test
-        # segment.bytes gets one record per batch, as a record-at-a-time producer would).
-        self.batch_size = min(batch_size, max(1, config.segment_bytes // 2))
+        # segment.bytes gets one record per batch, as a record-at-a-time producer would), and
+        # at most max.message.bytes with the batch header: a larger batch would be refused.
+        self.batch_size = min(
+            batch_size,
+            max(1, config.segment_bytes // 2),
+            max(1, config.max_message_bytes - BATCH_HEADER_BYTES),
+        )
         self.hard_limit = largest_uncompressed_batch(
             self.codec, min(config.max_message_bytes, config.segment_bytes)
         )
