@@ -17,6 +17,20 @@ before or after the command):
 
 ``--master`` (default ``local[*]``, or ``SEGLOG_SPARK_MASTER``) picks where Spark runs; under
 ``spark-submit`` use the Python API instead (README, "Spark on a cluster").
+
+Failures and Ctrl-C (every command runs through :func:`_guarded`):
+
+* a seglog error raised inside Spark (a task, the data source's planner) is taken out of
+  Spark's exception (:mod:`seglog.spark.failures`) and printed as ``seglog: error: <message>``,
+  one line, exit status 1, like any other seglog command;
+* Ctrl-C (SIGINT): pyspark's own handler cancels the jobs from inside the signal handler
+  while the main thread is in a Py4J call, and Py4J then logs several tracebacks. Once the
+  session is up, seglog's handler replaces it: it turns Spark's logging off (the cancelled
+  job and tasks would each log their abort with a Java trace) and cancels every job from
+  another thread (its own Py4J connection), repeatedly until the command ends, so a job started later is
+  cancelled too; the command unwinds normally (``export`` removes its staging directory),
+  prints ``seglog: interrupted: the Spark job was cancelled`` and exits with 130
+  (128 + SIGINT, as shells expect). A second Ctrl-C exits at once with 130.
 """
 
 from __future__ import annotations
@@ -24,15 +38,97 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from seglog.errors import SparkOptionError
+from seglog.spark.failures import seglog_error_of
 from seglog.spark.options import broker_config_of
 from seglog.spark.progress import spark_progress
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+INTERRUPTED_MESSAGE = "seglog: interrupted: the Spark job was cancelled"
+CANCEL_INTERVAL_S = 0.25
+
+Command = Callable[[argparse.Namespace], int]
+
+
+class _Interrupts:
+    """Ctrl-C during a Spark command (module docstring): flag, cancel jobs, unwind."""
+
+    def __init__(self) -> None:
+        self.interrupted = threading.Event()
+        self.done = threading.Event()
+        self.context: Any = None
+        self.previous: Any = None
+
+    def watch(self, spark: Any) -> None:
+        """Replace pyspark's SIGINT handler (main thread only) for this command."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        self.context = spark.sparkContext
+        self.previous = signal.signal(signal.SIGINT, self._on_sigint)
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        if self.interrupted.is_set():  # the second Ctrl-C: do not wait any longer
+            print(INTERRUPTED_MESSAGE, file=sys.stderr, flush=True)
+            os._exit(EXIT_INTERRUPTED)
+        self.interrupted.set()
+        threading.Thread(target=self._cancel_jobs, name="seglog-cancel", daemon=True).start()
+
+    def _cancel_jobs(self) -> None:
+        try:  # a cancelled task and job log their abort with a Java trace: not news here
+            self.context.setLogLevel("OFF")
+        except Exception:  # the JVM may be stopping
+            pass
+        while not self.done.is_set():
+            try:
+                self.context.cancelAllJobs()
+            except Exception:  # the JVM may be stopping: nothing to cancel
+                return
+            self.done.wait(CANCEL_INTERVAL_S)
+
+    def close(self) -> None:
+        """Stop cancelling and give SIGINT back to the handler it had."""
+        self.done.set()
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+            self.previous = None
+
+
+_INTERRUPTS: list[_Interrupts] = []  # the running command's, for _session
+
+
+def _guarded(command: Command) -> Command:
+    """Run ``command`` with seglog's Ctrl-C handling and Spark errors unwrapped."""
+
+    def run(args: argparse.Namespace) -> int:
+        interrupts = _Interrupts()
+        _INTERRUPTS.append(interrupts)
+        try:
+            return command(args)
+        except KeyboardInterrupt:  # before the session was up, or between two calls
+            print(INTERRUPTED_MESSAGE, file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except Exception as exc:
+            if interrupts.interrupted.is_set():
+                print(INTERRUPTED_MESSAGE, file=sys.stderr)
+                return EXIT_INTERRUPTED
+            found = seglog_error_of(exc)
+            if found is None or found is exc:
+                raise
+            raise found from exc
+        finally:
+            interrupts.close()
+            _INTERRUPTS.remove(interrupts)
+
+    return run
 
 
 def register(subparsers: Any) -> None:
@@ -77,7 +173,7 @@ def register(subparsers: Any) -> None:
         "in-process cleaner does) instead of sharding its keys across tasks",
     )
     compact.add_argument("--json", action="store_true", help="print one JSON document")
-    compact.set_defaults(handler=_run_compact)
+    compact.set_defaults(handler=_guarded(_run_compact))
 
     export = commands.add_parser(
         "export",
@@ -96,7 +192,7 @@ def register(subparsers: Any) -> None:
         default="table",
         help="table: the latest value per key (default); changelog: every record",
     )
-    export.set_defaults(handler=_run_export)
+    export.set_defaults(handler=_guarded(_run_export))
 
     stats = commands.add_parser(
         "stats",
@@ -106,7 +202,7 @@ def register(subparsers: Any) -> None:
     common(stats)
     stats.add_argument("--topic", default=None, help="only this topic")
     stats.add_argument("--json", action="store_true", help="print one JSON document")
-    stats.set_defaults(handler=_run_stats)
+    stats.set_defaults(handler=_guarded(_run_stats))
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -137,7 +233,10 @@ def _broker(args: argparse.Namespace) -> Any:
 def _session(args: argparse.Namespace) -> Any:
     from seglog.spark.session import embedded_session
 
-    return embedded_session(args.master)
+    spark = embedded_session(args.master)
+    if _INTERRUPTS:
+        _INTERRUPTS[-1].watch(spark)
+    return spark
 
 
 def _run_compact(args: argparse.Namespace) -> int:

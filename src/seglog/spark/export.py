@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seglog.errors import SparkOptionError
+from seglog.spark.failures import unwrapping_seglog_errors
 from seglog.spark.logdirs import discover
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ def _swap_in(new: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+@unwrapping_seglog_errors
 def export_topic(
     spark: SparkSession,
     log_dirs: Sequence[str | Path],

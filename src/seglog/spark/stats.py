@@ -50,6 +50,7 @@ from seglog.core.offset_map import OffsetMap
 from seglog.engine.log import Log
 from seglog.format.columnar import scan_columns
 from seglog.format.reader import EndKind
+from seglog.spark.failures import unwrapping_seglog_errors
 from seglog.spark.logdirs import PartitionLocation, discover, open_partition_read_only
 from seglog.storage.segment import LogSegment
 
@@ -223,6 +224,7 @@ def _stats_task(item: tuple[PartitionLocation, LogConfig]) -> PartitionStats:
     return compute_partition_stats(item[0], item[1])
 
 
+@unwrapping_seglog_errors
 def partition_stats(
     spark: SparkSession, log_dirs: Sequence[str | Path], topic: str | None = None
 ) -> DataFrame:
