@@ -27,15 +27,17 @@ Failures and Ctrl-C (every command runs through :func:`_guarded`):
   while the main thread is in a Py4J call, and Py4J then logs several tracebacks. Once the
   session is up, seglog's handler replaces it: it turns Spark's logging off (the cancelled
   job and tasks would each log their abort with a Java trace) and cancels every job from
-  another thread (its own Py4J connection), repeatedly until the command ends, so a job started later is
-  cancelled too; the command unwinds normally (``export`` removes its staging directory),
-  prints ``seglog: interrupted: the Spark job was cancelled`` and exits with 130
-  (128 + SIGINT, as shells expect). A second Ctrl-C exits at once with 130.
+  another thread (its own Py4J connection), repeatedly until the command ends, so a job
+  started later is cancelled too; the command unwinds normally (``export`` removes its
+  staging directory), prints ``seglog: interrupted: the Spark work was stopped`` and exits
+  with 130 (128 + SIGINT, as shells expect). A second Ctrl-C, or one while Spark is still starting
+  (nothing done yet), prints that line and exits at once with 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -53,7 +55,7 @@ from seglog.spark.progress import spark_progress
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
-INTERRUPTED_MESSAGE = "seglog: interrupted: the Spark job was cancelled"
+INTERRUPTED_MESSAGE = "seglog: interrupted: the Spark work was stopped"
 CANCEL_INTERVAL_S = 0.25
 
 Command = Callable[[argparse.Namespace], int]
@@ -68,25 +70,36 @@ class _Interrupts:
         self.context: Any = None
         self.previous: Any = None
 
+    def arm(self) -> None:
+        """Until :meth:`watch`: Ctrl-C exits at once (main thread only)."""
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._exit_now)
+
     def watch(self, spark: Any) -> None:
-        """Replace pyspark's SIGINT handler (main thread only) for this command."""
-        if threading.current_thread() is not threading.main_thread():
+        """Once the session is up: Ctrl-C cancels its jobs (replaces pyspark's handler)."""
+        if self.previous is None:
             return
         self.context = spark.sparkContext
-        self.previous = signal.signal(signal.SIGINT, self._on_sigint)
+        signal.signal(signal.SIGINT, self._on_sigint)
+
+    @staticmethod
+    def _exit_now(signum: int, frame: FrameType | None) -> None:
+        """While the JVM starts (nothing written yet; a KeyboardInterrupt inside a Py4J call
+        makes Py4J log a trace) or at a second Ctrl-C: leave at once. The JVM exits when
+        its stdin, a pipe from this process, closes."""
+        print(INTERRUPTED_MESSAGE, file=sys.stderr, flush=True)
+        os._exit(EXIT_INTERRUPTED)
 
     def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
-        if self.interrupted.is_set():  # the second Ctrl-C: do not wait any longer
-            print(INTERRUPTED_MESSAGE, file=sys.stderr, flush=True)
-            os._exit(EXIT_INTERRUPTED)
+        if self.interrupted.is_set():
+            self._exit_now(signum, frame)
         self.interrupted.set()
         threading.Thread(target=self._cancel_jobs, name="seglog-cancel", daemon=True).start()
 
     def _cancel_jobs(self) -> None:
-        try:  # a cancelled task and job log their abort with a Java trace: not news here
+        # a cancelled task and job log their abort with a Java trace: not news here
+        with contextlib.suppress(Exception):  # the JVM may be stopping
             self.context.setLogLevel("OFF")
-        except Exception:  # the JVM may be stopping
-            pass
         while not self.done.is_set():
             try:
                 self.context.cancelAllJobs()
@@ -111,6 +124,7 @@ def _guarded(command: Command) -> Command:
     def run(args: argparse.Namespace) -> int:
         interrupts = _Interrupts()
         _INTERRUPTS.append(interrupts)
+        interrupts.arm()
         try:
             return command(args)
         except KeyboardInterrupt:  # before the session was up, or between two calls
