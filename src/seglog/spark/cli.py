@@ -22,7 +22,10 @@ Failures and Ctrl-C (every command runs through :func:`_guarded`):
 
 * a seglog error raised inside Spark (a task, the data source's planner) is taken out of
   Spark's exception (:mod:`seglog.spark.failures`) and printed as ``seglog: error: <message>``,
-  one line, exit status 1, like any other seglog command;
+  one line, exit status 1, like any other seglog command. Spark's own log is off during a
+  command (a failed task is otherwise logged three times with its Java trace before the
+  exception reaches the command; an error that is not seglog's still ends the command with
+  its full trace); ``SEGLOG_SPARK_LOG_LEVEL=ERROR`` (or ``WARN``...) turns it back on;
 * Ctrl-C (SIGINT): pyspark's own handler cancels the jobs from inside the signal handler
   while the main thread is in a Py4J call, and Py4J then logs several tracebacks. Once the
   session is up, seglog's handler replaces it: it turns Spark's logging off (the cancelled
@@ -57,6 +60,7 @@ EXIT_FAILURE = 1
 EXIT_INTERRUPTED = 130  # 128 + SIGINT
 INTERRUPTED_MESSAGE = "seglog: interrupted: the Spark work was stopped"
 CANCEL_INTERVAL_S = 0.25
+LOG_LEVEL_ENV = "SEGLOG_SPARK_LOG_LEVEL"  # e.g. ERROR or WARN to see Spark's own log
 
 Command = Callable[[argparse.Namespace], int]
 
@@ -248,6 +252,7 @@ def _session(args: argparse.Namespace) -> Any:
     from seglog.spark.session import embedded_session
 
     spark = embedded_session(args.master)
+    spark.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, "OFF"))
     if _INTERRUPTS:
         _INTERRUPTS[-1].watch(spark)
     return spark
