@@ -95,6 +95,27 @@ def test_a_misspelled_option_is_refused_with_the_closest_name(tmp_path: Path) ->
         check_sink_option_names({"path": "d", "checkpointLocation": "c"})
 
 
+def test_the_last_seglog_line_of_a_spark_text_is_the_error() -> None:
+    from pyspark.errors import PySparkException
+
+    from seglog.engine.cleaning.cleaner import UncleanableLogError
+    from seglog.spark.failures import SparkJobError, seglog_error_of
+
+    text = (
+        "[PYTHON_EXCEPTION] Traceback (most recent call last):\n"
+        "seglog.errors.CorruptRecordError: the cause, printed first\n"
+        "\nThe above exception was the direct cause of the following exception:\n\n"
+        "seglog.engine.cleaning.cleaner.UncleanableLogError: t-0: the raised one\n"
+        " SQLSTATE: 38000\n\tat org.apache.spark.Foo(Foo.scala:1)\n"
+    )
+    found = seglog_error_of(PySparkException(message=text))
+    assert type(found) is UncleanableLogError and str(found) == "t-0: the raised one"
+    gone = seglog_error_of(PySparkException(message="seglog.errors.NoSuchError: x\n"))
+    assert type(gone) is SparkJobError and str(gone) == "NoSuchError: x"
+    assert seglog_error_of(PySparkException(message="java.lang.OutOfMemoryError")) is None
+    assert seglog_error_of(ValueError("seglog.errors.SparkOptionError: x")) is None
+
+
 # --- through Spark -----------------------------------------------------------------------------
 def test_seglog_errors_come_out_of_spark_exceptions(spark: Any, tmp_path: Path) -> None:
     data = topic_dir(tmp_path / "data")
@@ -113,6 +134,20 @@ def test_seglog_errors_come_out_of_spark_exceptions(spark: Any, tmp_path: Path) 
         reader.load().collect()
     assert str(caught.value) == TYPO_MESSAGE
     assert caught.value.__cause__ is not None and is_spark_exception(caught.value.__cause__)
+    # The streaming reader: the query fails in its own thread (StreamingQueryException).
+    stream = (
+        spark.readStream.format("seglog")
+        .option("path", str(data))
+        .option("subscribe", "t")
+        .option("startingOffset", "earliest")
+        .load()
+        .writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+    )
+    with pytest.raises(SparkOptionError) as stream_caught, seglog_errors():
+        stream.start().awaitTermination()
+    assert str(stream_caught.value) == TYPO_MESSAGE
     # An error raised in an executor's task, through seglog's helper.
     damaged = damaged_dir(tmp_path / "damaged")
     with pytest.raises(CorruptRecordError) as task_error:
