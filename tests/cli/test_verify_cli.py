@@ -36,7 +36,9 @@ def produce(cli: Cli, topic: str, rows: list[dict[str, Any]]) -> None:
     """``produce --format json`` of ``rows``, a millisecond apart, in one call (appends of
     about half a segment, so several batches and index entries per segment)."""
     lines = [json.dumps({"timestamp": T0 + i, **row}) + "\n" for i, row in enumerate(rows)]
-    cli.ok("produce", topic, "--format", "json", "--batch-size", "100", stdin="".join(lines).encode())
+    cli.ok(
+        "produce", topic, "--format", "json", "--batch-size", "100", stdin="".join(lines).encode()
+    )
 
 
 def fill(cli: Cli, topic: str, count: int = 40, partition: int = 0) -> None:

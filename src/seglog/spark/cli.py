@@ -19,22 +19,136 @@ before or after the command):
 
 ``--master`` (default ``local[*]``, or ``SEGLOG_SPARK_MASTER``) picks where Spark runs; under
 ``spark-submit`` use the Python API instead (README, "Spark on a cluster").
+
+Failures and Ctrl-C (every command runs through :func:`_guarded`):
+
+* a seglog error raised inside Spark (a task, the data source's planner) is taken out of
+  Spark's exception (:mod:`seglog.spark.failures`) and printed as ``seglog: error: <message>``,
+  one line, exit status 1, like any other seglog command. Spark's own log is off during a
+  command (a failed task is otherwise logged three times with its Java trace before the
+  exception reaches the command; an error that is not seglog's still ends the command with
+  its full trace); ``SEGLOG_SPARK_LOG_LEVEL=ERROR`` (or ``WARN``...) turns it back on;
+* Ctrl-C (SIGINT): pyspark's own handler cancels the jobs from inside the signal handler
+  while the main thread is in a Py4J call, and Py4J then logs several tracebacks. Once the
+  session is up, seglog's handler replaces it: it turns Spark's logging off (the cancelled
+  job and tasks would each log their abort with a Java trace) and cancels every job from
+  another thread (its own Py4J connection), repeatedly until the command ends, so a job
+  started later is cancelled too; the command unwinds normally (``export`` removes its
+  staging directory), prints ``seglog: interrupted: the Spark work was stopped`` and exits
+  with 130 (128 + SIGINT, as shells expect). A second Ctrl-C, or one while Spark is still starting
+  (nothing done yet), prints that line and exits at once with 130.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import sys
+import threading
+from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from seglog.errors import SparkOptionError
+from seglog.spark.failures import seglog_error_of
 from seglog.spark.options import broker_config_of
 from seglog.spark.progress import spark_progress
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
+EXIT_INTERRUPTED = 130  # 128 + SIGINT
+INTERRUPTED_MESSAGE = "seglog: interrupted: the Spark work was stopped"
+CANCEL_INTERVAL_S = 0.25
+LOG_LEVEL_ENV = "SEGLOG_SPARK_LOG_LEVEL"  # e.g. ERROR or WARN to see Spark's own log
+
+Command = Callable[[argparse.Namespace], int]
+
+
+class _Interrupts:
+    """Ctrl-C during a Spark command (module docstring): flag, cancel jobs, unwind."""
+
+    def __init__(self) -> None:
+        self.interrupted = threading.Event()
+        self.done = threading.Event()
+        self.context: Any = None
+        self.previous: Any = None
+
+    def arm(self) -> None:
+        """Until :meth:`watch`: Ctrl-C exits at once (main thread only)."""
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._exit_now)
+
+    def watch(self, spark: Any) -> None:
+        """Once the session is up: Ctrl-C cancels its jobs (replaces pyspark's handler)."""
+        if self.previous is None:
+            return
+        self.context = spark.sparkContext
+        signal.signal(signal.SIGINT, self._on_sigint)
+
+    @staticmethod
+    def _exit_now(signum: int, frame: FrameType | None) -> None:
+        """While the JVM starts (nothing written yet; a KeyboardInterrupt inside a Py4J call
+        makes Py4J log a trace) or at a second Ctrl-C: leave at once. The JVM exits when
+        its stdin, a pipe from this process, closes."""
+        print(INTERRUPTED_MESSAGE, file=sys.stderr, flush=True)
+        os._exit(EXIT_INTERRUPTED)
+
+    def _on_sigint(self, signum: int, frame: FrameType | None) -> None:
+        if self.interrupted.is_set():
+            self._exit_now(signum, frame)
+        self.interrupted.set()
+        threading.Thread(target=self._cancel_jobs, name="seglog-cancel", daemon=True).start()
+
+    def _cancel_jobs(self) -> None:
+        # a cancelled task and job log their abort with a Java trace: not news here
+        with contextlib.suppress(Exception):  # the JVM may be stopping
+            self.context.setLogLevel("OFF")
+        while not self.done.is_set():
+            try:
+                self.context.cancelAllJobs()
+            except Exception:  # the JVM may be stopping: nothing to cancel
+                return
+            self.done.wait(CANCEL_INTERVAL_S)
+
+    def close(self) -> None:
+        """Stop cancelling and give SIGINT back to the handler it had."""
+        self.done.set()
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+            self.previous = None
+
+
+_INTERRUPTS: list[_Interrupts] = []  # the running command's, for _session
+
+
+def _guarded(command: Command) -> Command:
+    """Run ``command`` with seglog's Ctrl-C handling and Spark errors unwrapped."""
+
+    def run(args: argparse.Namespace) -> int:
+        interrupts = _Interrupts()
+        _INTERRUPTS.append(interrupts)
+        interrupts.arm()
+        try:
+            return command(args)
+        except KeyboardInterrupt:  # before the session was up, or between two calls
+            print(INTERRUPTED_MESSAGE, file=sys.stderr)
+            return EXIT_INTERRUPTED
+        except Exception as exc:
+            if interrupts.interrupted.is_set():
+                print(INTERRUPTED_MESSAGE, file=sys.stderr)
+                return EXIT_INTERRUPTED
+            found = seglog_error_of(exc)
+            if found is None or found is exc:
+                raise
+            raise found from exc
+        finally:
+            interrupts.close()
+            _INTERRUPTS.remove(interrupts)
+
+    return run
 
 
 def register(subparsers: Any) -> None:
@@ -79,7 +193,7 @@ def register(subparsers: Any) -> None:
         "in-process cleaner does) instead of sharding its keys across tasks",
     )
     compact.add_argument("--json", action="store_true", help="print one JSON document")
-    compact.set_defaults(handler=_run_compact)
+    compact.set_defaults(handler=_guarded(_run_compact))
 
     export = commands.add_parser(
         "export",
@@ -98,7 +212,7 @@ def register(subparsers: Any) -> None:
         default="table",
         help="table: the latest value per key (default); changelog: every record",
     )
-    export.set_defaults(handler=_run_export)
+    export.set_defaults(handler=_guarded(_run_export))
 
     copy = commands.add_parser(
         "compact-copy",
@@ -126,7 +240,7 @@ def register(subparsers: Any) -> None:
     common(stats)
     stats.add_argument("--topic", default=None, help="only this topic")
     stats.add_argument("--json", action="store_true", help="print one JSON document")
-    stats.set_defaults(handler=_run_stats)
+    stats.set_defaults(handler=_guarded(_run_stats))
 
 
 def _usage(parser: argparse.ArgumentParser) -> int:
@@ -177,7 +291,11 @@ def _broker(args: argparse.Namespace) -> Any:
 def _session(args: argparse.Namespace) -> Any:
     from seglog.spark.session import embedded_session
 
-    return embedded_session(args.master)
+    spark = embedded_session(args.master)
+    spark.sparkContext.setLogLevel(os.environ.get(LOG_LEVEL_ENV, "OFF"))
+    if _INTERRUPTS:
+        _INTERRUPTS[-1].watch(spark)
+    return spark
 
 
 def _run_compact(args: argparse.Namespace) -> int:

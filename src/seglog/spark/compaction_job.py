@@ -48,6 +48,7 @@ from seglog.engine.cleaning_job import (
     run_shard_task,
 )
 from seglog.engine.log_manager import LogManager
+from seglog.spark.failures import unwrapping_seglog_errors
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -77,6 +78,7 @@ def balance(sizes: Sequence[int], slots: int) -> list[list[int]]:
     return [b for b in bins if b]
 
 
+@unwrapping_seglog_errors
 def compact(
     spark: SparkSession,
     broker: BrokerConfig,

@@ -29,7 +29,8 @@ timestamp, timestampType int``. The table is computed by Spark (``max_by`` per
 
 Writing: the table is written into a new sibling directory ``<to>.seglog-tmp-<uuid>`` and
 then swapped in by renames (an existing ``to`` is renamed aside, the new one renamed to
-``to``, the old one deleted), so a reader sees the old table or the new one, never a half
+``to``, the old one deleted; after a failure or Ctrl-C the new directory is deleted once the
+job's tasks have stopped), so a reader sees the old table or the new one, never a half
 written one (the moment between the two renames shows no table). ``to`` must be a local
 path. An existing ``to`` is replaced only if it looks like a Parquet table (files
 ``part-*``, ``_SUCCESS`` and dot-files only): anything else raises, so a typo cannot delete
@@ -39,12 +40,14 @@ a user's directory.
 from __future__ import annotations
 
 import shutil
+import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from seglog.errors import SparkOptionError
+from seglog.spark.failures import unwrapping_seglog_errors
 from seglog.spark.logdirs import discover
 from seglog.spark.object_store_export import write_parquet_to_object_store
 from seglog.spark.options import local_log_dirs
@@ -55,6 +58,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 MODES = ("table", "changelog")
+TASKS_STOP_WAIT_S = 30.0
 EXPORT_COLUMNS = (
     "key",
     "value",
@@ -130,6 +134,7 @@ def _swap_in(new: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+@unwrapping_seglog_errors
 def export_topic(
     spark: SparkSession,
     log_dirs: Sequence[str | Path],
@@ -176,5 +181,18 @@ def export_topic(
         _swap_in(staging, target)
     finally:
         if staging.exists():
+            _wait_for_tasks(spark)
             shutil.rmtree(staging, ignore_errors=True)
     return int(rows)
+
+
+def _wait_for_tasks(spark: SparkSession) -> None:
+    """Wait (at most :data:`TASKS_STOP_WAIT_S`) until no task runs: a cancelled job (Ctrl-C)
+    fails in the driver while its tasks are still being killed, and a task still starting
+    would create its attempt directory again inside a staging directory already removed."""
+    deadline = time.monotonic() + TASKS_STOP_WAIT_S
+    tracker = spark.sparkContext._jsc.sc().statusTracker()  # executors: JVM API only
+    while time.monotonic() < deadline:
+        if sum(info.numRunningTasks() for info in tracker.getExecutorInfos()) == 0:
+            return
+        time.sleep(0.05)

@@ -39,10 +39,13 @@ Options (what differs from Spark's Kafka source is marked *seglog*):
 * ``kafka.*``: accepted and ignored (there is no broker to talk to), except the ones Spark
   forbids (``kafka.auto.offset.reset``, ``kafka.key.deserializer``,
   ``kafka.value.deserializer``, ``kafka.enable.auto.commit``, ``kafka.interceptor.classes``),
-  rejected with Spark's reason. ``groupIdPrefix``, ``kafkaConsumer.pollTimeoutMs``,
-  ``fetchOffset.*`` and every other key are accepted silently, as Spark's Kafka source
-  accepts unknown options (decision: parity over typo-catching, so a job written for the
-  Kafka source runs unchanged).
+  rejected with Spark's reason. ``groupIdPrefix``, ``kafkaConsumer.pollTimeoutMs`` and
+  ``fetchOffset.*`` are accepted and ignored.
+* Any other name is refused with the closest known one ("did you mean 'startingOffsets'?"),
+  where Spark's Kafka source would ignore a typo silently; every option that source
+  documents is accepted, so its jobs still run unchanged. The allow-lists of the source and
+  the sink, and what Spark itself passes (``path``; ``paths`` is refused with the fix), are
+  in :mod:`seglog.spark.option_names`.
 
 Every problem raises :class:`~seglog.errors.SparkOptionError` naming the option, the value
 and what is allowed. The parsed :class:`SourceOptions` holds only strings, numbers and
@@ -66,6 +69,7 @@ from seglog.config import BrokerConfig
 from seglog.errors import InvalidConfigError, SparkOptionError
 from seglog.format.properties import parse_properties
 from seglog.format.topic_names import INTERNAL_TOPICS
+from seglog.spark.option_names import check_source_option_names
 from seglog.storage.files import read_file_bytes
 from seglog.storage.log_dir_mirror import mirror, partition_filter
 from seglog.storage.object_store import ObjectLocation, is_remote, local_path_of
@@ -249,6 +253,7 @@ def parse_source_options(
 ) -> SourceOptions:
     """Check the options of a batch (``is_streaming=False``) or streaming read
     (``log_dirs_required=False``: the caller reads ``path`` itself, as the tiered source does)."""
+    check_source_option_names(options)
     opts = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
     for key, reason in FORBIDDEN_KAFKA_OPTIONS.items():
         if key in opts:

@@ -37,7 +37,8 @@ Options (keys case-insensitive):
 * ``commitLockWaitMs`` (default 10000): how long the commit waits for the data directory's
   ``.lock`` when another process holds it, before failing;
 * ``kafka.*`` and ``includeHeaders`` are accepted and ignored (headers are written whenever
-  the ``headers`` column is present).
+  the ``headers`` column is present); any other name raises with the closest known one
+  (:mod:`seglog.spark.option_names`).
 
 Semantics:
 
@@ -93,6 +94,7 @@ from seglog.format.compression import CompressionType
 from seglog.format.records import Header
 from seglog.format.topic_names import TopicPartition
 from seglog.spark.logdirs import discover, parse_log_dirs
+from seglog.spark.option_names import check_sink_option_names
 from seglog.spark.partitioning import murmur2_positive
 from seglog.spark.staging import (
     BATCHES_SUFFIX,
@@ -133,7 +135,8 @@ class SinkOptions:
 
 
 def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
-    """Parse and check the sink options (keys case-insensitive)."""
+    """Parse and check the sink options (keys case-insensitive; an unknown one raises)."""
+    check_sink_option_names(options)
     opts = {k.lower(): v for k, v in options.items()}
     log_dirs = tuple(str(Path(p).absolute()) for p in parse_log_dirs(opts.get("path")))
     topic = opts.get("topic")

@@ -50,6 +50,7 @@ from seglog.core.offset_map import OffsetMap
 from seglog.engine.log import Log
 from seglog.format.columnar import scan_columns
 from seglog.format.reader import EndKind
+from seglog.spark.failures import unwrapping_seglog_errors
 from seglog.spark.logdirs import PartitionLocation, discover, open_partition_read_only
 from seglog.spark.options import local_log_dirs
 from seglog.storage.object_store import is_remote
@@ -236,6 +237,7 @@ def _stats_task(
     return compute_partition_stats(location, config)
 
 
+@unwrapping_seglog_errors
 def partition_stats(
     spark: SparkSession,
     log_dirs: Sequence[str | Path],
