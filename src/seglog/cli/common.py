@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from seglog.cli import parsing
+from seglog.cli.arg_types import non_negative_int
 from seglog.cli.lock_wait import lock_wait_ms_of, open_waiting_for_lock
 from seglog.errors import InvalidConfigError, SeglogError
 
@@ -357,17 +358,6 @@ def topic_name(text: str) -> str:
     except SeglogError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
-
-
-def non_negative_int(text: str) -> int:
-    """argparse type: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
 
 
 def positive_int(text: str) -> int:

@@ -53,6 +53,7 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from seglog.cli.arg_types import non_negative_int
 from seglog.cli.common import (
     EXIT_FAILURE,
     EXIT_OK,
@@ -61,7 +62,6 @@ from seglog.cli.common import (
     deferred_interrupts,
     is_read_only,
     json_line,
-    non_negative_int,
     open_manager,
     print_table,
     topic_name,

@@ -47,7 +47,8 @@ import difflib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from seglog.cli.common import command_options_parent, non_negative_int, positive_int
+from seglog.cli.arg_types import non_negative_int
+from seglog.cli.common import command_options_parent, positive_int
 from seglog.cli.consume_output import (
     TEXT_PROPERTIES,
     TRUE_FALSE_PROPERTIES,

@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from seglog.cli.arg_types import non_negative_int
 from seglog.errors import LockHeldElsewhereError
 
 T = TypeVar("T")
@@ -45,15 +46,7 @@ LOCK_WAIT_HELP = (
 )
 
 
-def non_negative_ms(text: str) -> int:
-    """argparse type of ``--lock-wait-ms``: an integer >= 0."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+non_negative_ms = non_negative_int  # the argparse type of ``--lock-wait-ms``
 
 
 def add_lock_wait_option(

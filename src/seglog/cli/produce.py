@@ -66,11 +66,11 @@ import stat
 import sys
 from typing import IO, TYPE_CHECKING
 
+from seglog.cli.arg_types import non_negative_int
 from seglog.cli.common import (
     EXIT_OK,
     command_options_parent,
     key_value,
-    non_negative_int,
     open_manager,
     positive_int,
 )

@@ -41,12 +41,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from seglog.cli.arg_types import non_negative_int
 from seglog.cli.common import (
     EXIT_FAILURE,
     EXIT_OK,
     command_options_parent,
     json_line,
-    non_negative_int,
     open_manager,
     topic_name,
 )

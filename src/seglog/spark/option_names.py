@@ -42,6 +42,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 
 from seglog.errors import SparkOptionError
+from seglog.storage.remote_copy_store import S3Settings
 
 #: Documented spelling of every option name (keys lower-cased).
 SPELLING: dict[str, str] = {
@@ -94,19 +95,12 @@ SPELLING: dict[str, str] = {
     )
 }
 
-#: Object-store options (where log directories, copies or tiered buckets are), both spellings.
+#: Object-store options (where log directories, copies or tiered buckets are), both spellings
+#: (``s3.access.key`` and ``s3.accessKey``), lower-cased as Spark hands them over.
 S3_OPTIONS: frozenset[str] = frozenset(
-    {
-        "s3.endpoint",
-        "s3.region",
-        "s3.access.key",
-        "s3.secret.key",
-        "s3.session.token",
-        "s3.profile",
-        "s3.accesskey",
-        "s3.secretkey",
-        "s3.sessiontoken",
-    }
+    spelling
+    for name in S3Settings.OPTION_NAMES
+    for spelling in (name, name.replace(".", "", 2).replace("s3", "s3.", 1))
 )
 
 #: Options of ``spark.read.format("seglog")`` and ``spark.readStream.format("seglog")``.
