@@ -160,3 +160,15 @@ def test_read_committed_is_refused_on_transactional_batches(cli: Cli, tmp_path: 
     assert len(refused.err.strip().splitlines()) == 1
     read = cli.run(*args, "--isolation-level", "read_uncommitted", data_dir=False)
     assert read.status == 0 and read.err == "Processed a total of 4 messages\n"
+
+
+def test_consume_json_piped_into_produce_json_copies_the_topic(log: Cli) -> None:
+    """`consume --format json | produce --format json` copies a topic: consume's own fields
+    (topic, offset, timestampType) are accepted and ignored by produce."""
+    out = log.ok("consume", "t", "--format", "json").out_bytes
+    log.ok("topics", "create", "copy", "--partitions", "1")
+    log.ok("produce", "copy", "--format", "json", stdin=out)
+    original = [json.loads(line) for line in out.splitlines()]
+    copied = [json.loads(line) for line in log.ok("consume", "copy", "--format", "json").lines]
+    keep = ("key", "value", "headers", "timestamp")
+    assert [{k: r[k] for k in keep} for r in copied] == [{k: r[k] for k in keep} for r in original]

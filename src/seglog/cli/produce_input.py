@@ -43,6 +43,10 @@ JSON_FIELDS = frozenset(
         "partition",
     }
 )
+# The other fields of `consume --format json`'s lines, accepted and ignored so that
+# `consume --format json | produce --format json` copies a topic: the record goes to the topic
+# produced to, at its log end offset, with the line's timestamp as its CreateTime.
+CONSUMED_FIELDS = frozenset({"topic", "offset", "timestampType"})
 FAST_FIELDS = frozenset({"key", "value", "timestamp", "partition"})
 
 
@@ -182,7 +186,7 @@ def parse_json_line(number: int, line: bytes, partitions: frozenset[int]) -> Pro
         raise InputLineError(number, str(exc)) from None
     if not isinstance(obj, dict):
         raise InputLineError(number, f"expected a JSON object, got {kind_of(obj)}")
-    unknown = sorted(set(obj) - JSON_FIELDS)
+    unknown = sorted(set(obj) - JSON_FIELDS - CONSUMED_FIELDS)
     if unknown:
         allowed = ", ".join(sorted(JSON_FIELDS))
         raise InputLineError(
