@@ -131,3 +131,29 @@ def test_stats_and_export_over_s3_equal_the_local_ones(
     export_topic(spark, [uri], "prices", f"s3://{s3_bucket}/exports/table", s3=s3)
     again = pq.read_table(f"{s3_bucket}/exports/table", filesystem=filesystem)
     assert table(again) == table(pq.read_table(tmp_path / "export-table"))
+
+
+def test_streaming_source_over_s3(
+    spark: Any, s3_endpoint: str, s3_bucket: str, tmp_path: Path
+) -> None:
+    clock = ManualClock(1_700_000_000_000)
+    data = tmp_path / "data"
+    with open_log_dirs([data], clock=clock) as manager:
+        fill(manager, clock, keys=40, records=300, seed=6)
+    uri = upload_tree(s3_endpoint, s3_bucket, "kafka/data", data)
+    reader = spark.readStream.format("seglog").option("path", uri).option("subscribe", "prices")
+    reader = reader.option("startingOffsets", "earliest").option("s3.endpoint", s3_endpoint)
+    for key, value in S3.items():
+        reader = reader.option(key, value)
+    query = (
+        reader.load()
+        .select("topic", "partition", "offset", "key", "value", "timestamp")
+        .writeStream.format("memory")
+        .queryName("seglog_s3_stream")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    got = sorted(tuple(r) for r in spark.sql("select * from seglog_s3_stream").collect())
+    assert got == [r for r in rows(spark, str(data)) if r[0] == "prices"]
