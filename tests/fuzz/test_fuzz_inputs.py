@@ -1,6 +1,6 @@
 """Fuzzing seglog's JSON inputs and configs.
 
-* ``seglog produce --format json`` lines (:func:`seglog.cli.produce.parse_json_line`): only
+* ``seglog produce --format json`` lines (:func:`seglog.cli.produce_input.parse_json_line`): only
   ``InputLineError`` naming the line;
 * ``delete-records --offset-json-file`` (:func:`read_offset_json_file`): only
   ``OffsetJsonFileError``;
@@ -32,7 +32,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from seglog.cli.delete_records import read_offset_json_file
-from seglog.cli.produce import JSON_FIELDS, InputLineError, parse_json_line
+from seglog.cli.produce_input import JSON_FIELDS, InputLineError, parse_json_line
 from seglog.config import (
     BROKER_KEYS,
     IGNORED_TOPIC_KEYS,

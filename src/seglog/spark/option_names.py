@@ -42,7 +42,7 @@ import difflib
 from collections.abc import Iterable, Mapping
 
 from seglog.errors import SparkOptionError
-from seglog.storage.remote_copy_store import S3Settings
+from seglog.storage.remote_copy_store import S3Settings, option_spellings
 
 #: Documented spelling of every option name (keys lower-cased).
 SPELLING: dict[str, str] = {
@@ -98,9 +98,7 @@ SPELLING: dict[str, str] = {
 #: Object-store options (where log directories, copies or tiered buckets are), both spellings
 #: (``s3.access.key`` and ``s3.accessKey``), lower-cased as Spark hands them over.
 S3_OPTIONS: frozenset[str] = frozenset(
-    spelling
-    for name in S3Settings.OPTION_NAMES
-    for spelling in (name, name.replace(".", "", 2).replace("s3", "s3.", 1))
+    spelling for name in S3Settings.OPTION_NAMES for spelling in option_spellings(name)
 )
 
 #: Options of ``spark.read.format("seglog")`` and ``spark.readStream.format("seglog")``.

@@ -80,6 +80,12 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, key.strip("/")
 
 
+def option_spellings(name: str) -> tuple[str, str]:
+    """The two accepted spellings of an ``s3.*`` option, lower-cased: ``s3.access.key`` and
+    ``s3.accesskey`` (written ``s3.accessKey``)."""
+    return name, "s3." + "".join(name.split(".")[1:])
+
+
 @dataclass(frozen=True, slots=True)
 class S3Settings:
     """How to reach S3 (or an S3 API such as MinIO or moto): picklable, turned into clients
@@ -107,12 +113,9 @@ class S3Settings:
         ``s3.accessKey`` alike); absent ones fall back to the AWS environment when a client
         is made."""
         lowered = {k.lower(): v for k, v in options.items()}
-        # s3.access.key or s3.accessKey: both spellings are accepted
         return cls(
             *(
-                lowered.get(name)
-                or lowered.get(name.replace(".", "", 2).replace("s3", "s3.", 1))
-                or None
+                next((lowered[s] for s in option_spellings(name) if lowered.get(s)), None)
                 for name in cls.OPTION_NAMES
             )
         )
