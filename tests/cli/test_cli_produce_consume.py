@@ -290,7 +290,7 @@ def test_many_records_cross_fetches_and_segments(cli: Cli) -> None:
         (b'"v"', "expected a JSON object, got a string"),
         (b"null", "expected a JSON object, got null"),
         (b'{"key": "k"}', "'value' is required"),
-        (b'{"value": "v", "topic": "t"}', "unknown field(s) 'topic'"),
+        (b'{"value": "v", "topics": "t"}', "unknown field(s) 'topics'"),
         (b'{"value": "v", "Value": "w"}', "unknown field(s) 'Value'"),
         (b'{"value": 1}', "'value' must be a string or null, not a number"),
         (b'{"value": "v", "key": ["k"]}', "'key' must be a string or null, not an array"),
