@@ -45,8 +45,8 @@ import numpy as np
 import numpy.typing as npt
 
 from seglog.config import LogConfig
-from seglog.core.cleaning import cleanable_offsets, log_to_clean, max_compaction_delay_ms
 from seglog.core.offset_map import OffsetMap
+from seglog.engine.cleaning.cleaner_manager import cleaning_candidate
 from seglog.engine.log import Log
 from seglog.format.columnar import scan_columns
 from seglog.format.reader import EndKind
@@ -164,28 +164,7 @@ def _dirty(log: Log, checkpoint: int | None, now_ms: int) -> tuple[float | None,
     config = log.config
     if not config.is_compacted:
         return None, None
-    facts = log.cleaner_segment_facts()
-    offsets = cleanable_offsets(
-        facts,
-        checkpoint=checkpoint,
-        log_start_offset=log.log_start_offset,
-        log_end_offset=log.log_end_offset,
-        high_watermark=log.high_watermark,
-        min_compaction_lag_ms=config.min_compaction_lag_ms,
-        now_ms=now_ms,
-    )
-    delay = max_compaction_delay_ms(
-        facts,
-        first_dirty_offset=offsets.first_dirty_offset,
-        max_compaction_lag_ms=config.max_compaction_lag_ms,
-        now_ms=now_ms,
-    )
-    to_clean = log_to_clean(
-        facts,
-        offsets,
-        max_compaction_delay=delay,
-        min_cleanable_dirty_ratio=config.min_cleanable_dirty_ratio,
-    )
+    to_clean = cleaning_candidate(log.topic_partition, log, checkpoint, now_ms).to_clean
     return to_clean.cleanable_ratio, to_clean.first_dirty_offset
 
 

@@ -285,37 +285,8 @@ class CleanerManager:
         for tp, log in sorted(self._logs().items()):
             if not log.config.is_compacted or (topic is not None and tp.topic != topic):
                 continue
-            out.append(self._candidate(tp, log, checkpoints.get(tp), now_ms))
+            out.append(cleaning_candidate(tp, log, checkpoints.get(tp), now_ms))
         return out
-
-    @staticmethod
-    def _candidate(
-        tp: TopicPartition, log: Log, checkpoint: int | None, now_ms: int
-    ) -> CleaningCandidate:
-        facts = log.cleaner_segment_facts()
-        config = log.config
-        offsets = cleanable_offsets(
-            facts,
-            checkpoint=checkpoint,
-            log_start_offset=log.log_start_offset,
-            log_end_offset=log.log_end_offset,
-            high_watermark=log.high_watermark,
-            min_compaction_lag_ms=config.min_compaction_lag_ms,
-            now_ms=now_ms,
-        )
-        delay = max_compaction_delay_ms(
-            facts,
-            first_dirty_offset=offsets.first_dirty_offset,
-            max_compaction_lag_ms=config.max_compaction_lag_ms,
-            now_ms=now_ms,
-        )
-        to_clean = log_to_clean(
-            facts,
-            offsets,
-            max_compaction_delay=delay,
-            min_cleanable_dirty_ratio=config.min_cleanable_dirty_ratio,
-        )
-        return CleaningCandidate(tp, log, offsets, to_clean)
 
     def grab_filthiest(
         self,
@@ -336,7 +307,7 @@ class CleanerManager:
                 if tp in self._states or tp in self._uncleanable or tp in skip:
                     continue
                 try:
-                    candidate = self._candidate(tp, log, checkpoints.get(tp), now_ms)
+                    candidate = cleaning_candidate(tp, log, checkpoints.get(tp), now_ms)
                     if candidate.offsets.force_update_checkpoint:
                         self.update_checkpoint(tp, log, candidate.offsets.first_dirty_offset)
                 except (SeglogError, OSError) as exc:
@@ -499,3 +470,34 @@ class CleanerManager:
                 count, size = out.get(key, (0, 0))
                 out[key] = (count + 1, size + mark.uncleanable_bytes)
         return out
+
+
+def cleaning_candidate(
+    tp: TopicPartition, log: Log, checkpoint: int | None, now_ms: int
+) -> CleaningCandidate:
+    """What the cleaner would do with ``log`` now: its cleanable range and dirty ratio, as
+    Kafka's ``LogCleanerManager`` computes them (``seglog spark stats`` reports them too)."""
+    facts = log.cleaner_segment_facts()
+    config = log.config
+    offsets = cleanable_offsets(
+        facts,
+        checkpoint=checkpoint,
+        log_start_offset=log.log_start_offset,
+        log_end_offset=log.log_end_offset,
+        high_watermark=log.high_watermark,
+        min_compaction_lag_ms=config.min_compaction_lag_ms,
+        now_ms=now_ms,
+    )
+    delay = max_compaction_delay_ms(
+        facts,
+        first_dirty_offset=offsets.first_dirty_offset,
+        max_compaction_lag_ms=config.max_compaction_lag_ms,
+        now_ms=now_ms,
+    )
+    to_clean = log_to_clean(
+        facts,
+        offsets,
+        max_compaction_delay=delay,
+        min_cleanable_dirty_ratio=config.min_cleanable_dirty_ratio,
+    )
+    return CleaningCandidate(tp, log, offsets, to_clean)
