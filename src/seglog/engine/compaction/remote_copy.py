@@ -106,9 +106,18 @@ def open_remote_copy(remote: RemoteCopyStore, log: Log, scratch: Path) -> Compac
     """Download the published copy of ``log``'s partition into ``scratch`` and return it as a
     local store for :func:`~seglog.engine.compaction.compactor.iter_compacted_records`
     (an empty store when nothing is published)."""
-    partition_dir = scratch / log.directory.name
+    return _download_published(remote, log, scratch / log.directory.name, remote.published())
+
+
+def _download_published(
+    remote: RemoteCopyStore,
+    log: Log,
+    partition_dir: Path,
+    published: RemotePublication | None,
+) -> CompactedCopyStore:
+    """``published`` (checked against ``log``) as a read-only local store in
+    ``partition_dir`` (an empty store when None)."""
     fileops.mkdir(partition_dir, parents=True, exist_ok=True)
-    published = remote.published()
     if published is not None:
         _check_horizon(published, log, remote)
         remote.download_copy(published, partition_dir)
@@ -144,10 +153,6 @@ def copy_store_for(log: Log, target: CopyTarget | None) -> CompactedCopyStore:
         if cached is not None:
             return cached
         partition_dir = _cache_root() / uuid.uuid4().hex / log.directory.name
-        fileops.mkdir(partition_dir, parents=True, exist_ok=True)
-        if published is not None:
-            _check_horizon(published, log, remote)
-            remote.download_copy(published, partition_dir)
-        store = CompactedCopyStore(partition_dir, writable=False)
+        store = _download_published(remote, log, partition_dir, published)
         _CACHE[key] = store
         return store
