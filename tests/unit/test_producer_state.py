@@ -79,14 +79,14 @@ def h() -> Harness:
 def test_basic_id_mapping(h: Harness) -> None:
     h.append(PID, 0, 0)
     h.append(PID, 0, 1)
-    with pytest.raises(OutOfOrderSequenceError, match="sequence 3 does not follow .* 1"):
+    with pytest.raises(OutOfOrderSequenceError, match=r"sequence 3 does not follow .* 1"):
         h.append(PID, 0, 3)
     entry = h.state.entry(PID)
     assert entry is not None and entry.last_sequence == 1 and entry.producer_epoch == 0
 
 
 def test_an_unknown_producer_must_start_at_sequence_zero(h: Harness) -> None:
-    with pytest.raises(UnknownProducerIdError, match="no state for the producer .* sequence 5"):
+    with pytest.raises(UnknownProducerIdError, match=r"no state for the producer .* sequence 5"):
         h.append(PID, 0, 5)
     assert h.state.producer_count == 0  # a refused append changes nothing
 
@@ -125,9 +125,9 @@ def test_duplicates_of_the_last_five_batches_answer_their_offsets(h: Harness) ->
 
 def test_fenced_epoch_and_new_epoch_rules(h: Harness) -> None:
     h.append(PID, 1, 0)
-    with pytest.raises(InvalidProducerEpochError, match="epoch 0, older than .* 1"):
+    with pytest.raises(InvalidProducerEpochError, match=r"epoch 0, older than .* 1"):
         h.append(PID, 0, 1)
-    with pytest.raises(OutOfOrderSequenceError, match="new epoch 2 .* must start at sequence 0"):
+    with pytest.raises(OutOfOrderSequenceError, match=r"new epoch 2 .* must start at sequence 0"):
         h.append(PID, 2, 7)
     h.append(PID, 2, 0)
     assert h.state.entry(PID).producer_epoch == 2  # type: ignore[union-attr]
@@ -229,8 +229,6 @@ def test_replay_never_raises_for_gaps() -> None:
     state.replay_data(DataBatch(PID, 0, 17, 40, 42, 5, True))  # unknown producer, seq 17
     state.replay_data(DataBatch(PID, 0, 30, 50, 50, 6, True))  # a gap the cleaner left
     assert state.first_unstable_offset() == 40
-    aborted = state.replay_marker(
-        PID, 0, offset=51, commit=False, coordinator_epoch=2, timestamp=7
-    )
+    aborted = state.replay_marker(PID, 0, offset=51, commit=False, coordinator_epoch=2, timestamp=7)
     assert aborted == AbortedTxn(PID, 40, 51, 52)
     assert state.first_unstable_offset() is None
