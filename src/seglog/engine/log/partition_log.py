@@ -471,7 +471,7 @@ class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
                 return old
             LogSegment.remove_files_for(self.directory, new_base)
             old.on_become_inactive()
-            self._maybe_write_snapshot(new_base)
+            self._maybe_write_snapshot(new_base, durable=False)
             segment = self._new_segment(new_base)
             self._list.publish((*self._list.segments, segment))
             self._needs_dir_fsync = True
@@ -636,7 +636,7 @@ class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
                 self.flush()
                 self.active_segment.on_become_inactive()
                 self.active_segment.flush()
-                self._maybe_write_snapshot(self.log_end_offset)
+                self._maybe_write_snapshot(self.log_end_offset, durable=True)
             for segment in self._list.segments:
                 segment.close()
             self._closed = True

@@ -118,13 +118,14 @@ class LogTransactions(LogState):
         return out
 
     # --- snapshots -----------------------------------------------------------------------------
-    def _maybe_write_snapshot(self, offset: int) -> None:
+    def _maybe_write_snapshot(self, offset: int, *, durable: bool) -> None:
         """Write the state as the snapshot at ``offset`` (roll, close), when this partition
-        keeps snapshots (see the module docstring)."""
+        keeps snapshots (see the module docstring); a roll's is made durable by the flush
+        that follows it, a close's at once."""
         state = self._producer_state
         if state is None or not (self._writes_snapshots or state.producer_count):
             return
-        write_snapshot(self.directory, offset, state.snapshot_entries())
+        write_snapshot(self.directory, offset, state.snapshot_entries(), durable=durable)
         self._writes_snapshots = True
 
     def remove_expired_producers(self) -> int:
