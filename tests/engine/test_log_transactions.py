@@ -139,12 +139,16 @@ def test_snapshots_at_roll_and_close_reload_the_same_state(
     reopened.close()
 
 
-def test_a_log_without_producers_writes_no_snapshot(tmp_path: Path, clock: ManualClock) -> None:
+def test_every_partition_writes_snapshots_like_a_broker(tmp_path: Path, clock: ManualClock) -> None:
+    """Kafka writes a snapshot at every roll, empty or not: an unclean restart then replays
+    only the batches after the newest one instead of the whole log."""
     log = open_log(tmp_path, clock)
     log.append_records([(b"k", b"v")])
     log.roll()
+    log.append_records([(b"k", b"v")])
     log.close()
-    assert list_snapshot_offsets(log.directory) == []
+    assert list_snapshot_offsets(log.directory) == [1, 2]
+    assert read_snapshot(log.directory / "00000000000000000002.snapshot") == []
 
 
 def test_a_damaged_snapshot_is_skipped_and_the_state_rebuilt(

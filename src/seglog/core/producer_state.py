@@ -487,6 +487,22 @@ class ProducerStateManager:
             (producer_id, producer_epoch, offset, commit, coordinator_epoch, timestamp)
         )
 
+    def aborted_by(self, plan: AppendPlan) -> list[AbortedTxn]:
+        """The ``.txnindex`` entries :meth:`apply` will return for ``plan`` (markers only;
+        the state is not changed), so they can be written before the markers."""
+        out: list[AbortedTxn] = []
+        ongoing = dict(self._ongoing)
+        for pid, _epoch, offset, commit, _coordinator, _ts in plan.markers:
+            entry = self._producers.get(pid)
+            first = None if entry is None else entry.current_txn_first_offset
+            if first is None:
+                continue
+            ongoing.pop(first, None)
+            if not commit:
+                others = [f for f, txn in ongoing.items() if txn.producer_id != pid]
+                out.append(AbortedTxn(pid, first, offset, min(others) if others else offset + 1))
+        return out
+
     def apply(self, plan: AppendPlan, next_offset: int) -> list[AbortedTxn]:
         """Commit a checked plan (the bytes are written); returns the aborted transactions
         it completed, as ``.txnindex`` entries, in marker order."""

@@ -648,7 +648,9 @@ def _finish_load(
     if writable:
         recovered = {r.base_offset for r in report.recovered}
         rebuild_txn_indexes(directory, segments, recovered, log_start_offset, now_ms)
-        removed = delete_snapshots_outside(directory, log_start_offset, log_end_offset)
+        # Snapshots go with their segments (one below the first segment is a leftover of an
+        # interrupted deletion) and never lie above the log end (a cut tail took their data).
+        removed = delete_snapshots_outside(directory, segments[0].base_offset, log_end_offset)
         report.removed_files.extend(snapshot_file_name(offset) for offset in removed)
     if writable and (report.removed_files or report.dropped_segments):
         fsync_directory(directory)

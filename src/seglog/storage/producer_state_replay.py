@@ -67,7 +67,7 @@ def replay_segment(
     """Replay the batches of ``segment`` with offsets in ``[from_offset, to_offset)``; the
     aborted transactions whose markers lie there."""
     aborted: list[AbortedTxn] = []
-    if segment.next_offset() <= from_offset or segment.base_offset >= to_offset:
+    if segment.base_offset >= to_offset:
         return aborted
     start = segment.index_position(from_offset) if from_offset > segment.base_offset else 0
     for batch in segment.iter_batches(start, segment.size):
@@ -105,7 +105,11 @@ def rebuild_producer_state(
     else:
         state.clear(log_start_offset)
     start = state.last_map_offset
-    for segment in segments:
+    for i, segment in enumerate(segments):
+        # A segment below ``start`` is never read (a damaged closed segment there stays the
+        # readers' and the verifier's to report, as without producer state).
+        if i + 1 < len(segments) and segments[i + 1].base_offset <= start:
+            continue
         replay_segment(state, segment, start, up_to)
     state.last_map_offset = max(state.last_map_offset, up_to)
 

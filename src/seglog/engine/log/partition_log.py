@@ -146,7 +146,6 @@ class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
         self._epochs = self._load_epochs()
         self._producer_state = None
         self._producer_id_expiration_ms = producer_id_expiration_ms
-        self._writes_snapshots = False
         self._had_clean_shutdown = had_clean_shutdown
         self._initial_recovery_point = (
             loaded.recovery_point if initial_recovery_point is None else initial_recovery_point

@@ -8,13 +8,13 @@
   read-only log builds it on first use, so reads that never ask for it (``read_uncommitted``)
   never pay for a scan.
 * **Snapshots** are written at every roll (the new segment's base offset) and at a clean
-  close (the log end offset) once the partition has producer state or snapshots; a partition
-  that never saw a producer id writes none (what Kafka's loader accepts: no snapshot after a
-  clean shutdown is an empty state). Snapshots go with their segments (retention,
+  close (the log end offset), as a Kafka broker writes them, empty ones included: after an
+  unclean shutdown the load then replays only what follows the newest snapshot at or below
+  the recovery point, never the whole log. Snapshots go with their segments (retention,
   DeleteRecords, truncation) and those above the log end offset are removed on load.
 * **Markers**: :meth:`LogTransactions.append_marker` writes a COMMIT or ABORT control batch
   (the transaction coordinator's WriteTxnMarkers); an ABORT of a transaction with data adds
-  the ``.txnindex`` entry to the active segment after the marker is written.
+  its ``.txnindex`` entry to the active segment just before the marker is written.
 * **Last stable offset**: the first offset of the earliest open transaction, or the high
   watermark; ``read_committed`` readers stop there.
 """
@@ -38,7 +38,6 @@ class LogTransactions(LogState):
 
     _producer_state: ProducerStateManager | None
     _producer_id_expiration_ms: int
-    _writes_snapshots: bool
     _had_clean_shutdown: bool
     _initial_recovery_point: int
 
@@ -62,7 +61,6 @@ class LogTransactions(LogState):
             str(self.topic_partition), expiration_ms=self._producer_id_expiration_ms
         )
         snapshots = list_snapshot_offsets(self.directory)
-        self._writes_snapshots = bool(snapshots)
         if not snapshots and self._had_clean_shutdown:
             state.clear(self.log_end_offset)
             return state
@@ -79,8 +77,6 @@ class LogTransactions(LogState):
             problems=problems,
         )
         self.load_report.snapshot_problems.extend(problems)
-        if state.producer_count:
-            self._writes_snapshots = True
         return state
 
     def _reload_producer_state(self) -> None:
@@ -162,24 +158,36 @@ class LogTransactions(LogState):
             rolled = self._maybe_roll(len(batch), now_ms, offset, now_ms)
             if not self._epochs:
                 self._assign_epoch(offset)
-            self.active_segment.append([batch], len(batch), [(0, len(batch), offset, now_ms)])
+            segment = self.active_segment
+            # The .txnindex entry goes in before the marker: a reader that sees the marker
+            # (and so a last stable offset past the transaction) always finds the entry too.
+            # An entry whose marker is not written is cut back here, or (after a crash: it
+            # lies above the recovery point) by recovery, which rebuilds the file from markers.
+            aborted = self.producer_state.aborted_by(plan)
+            for txn in aborted:
+                segment.txn_index.append(txn)
+            try:
+                segment.append([batch], len(batch), [(0, len(batch), offset, now_ms)])
+            except BaseException:
+                if aborted:
+                    segment.txn_index.truncate_to(offset)
+                raise
             self.log_end_offset = offset + 1
-            for txn in self.producer_state.apply(plan, self.log_end_offset):
-                self.active_segment.txn_index.append(txn)
+            applied = self.producer_state.apply(plan, self.log_end_offset)
+            assert applied == aborted
             if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
                 self.flush()
             return LogAppendInfo(offset, offset, now_ms, -1, 1, 1, len(batch), rolled)
 
     # --- snapshots -----------------------------------------------------------------------------
     def _maybe_write_snapshot(self, offset: int, *, durable: bool) -> None:
-        """Write the state as the snapshot at ``offset`` (roll, close), when this partition
-        keeps snapshots (see the module docstring); a roll's is made durable by the flush
-        that follows it, a close's at once."""
+        """Write the state as the snapshot at ``offset`` (roll, close; see the module
+        docstring); a roll's is made durable by the flush that follows it, a close's at
+        once. A read-only log's state, never loaded or never written, has nothing to write."""
         state = self._producer_state
-        if state is None or not (self._writes_snapshots or state.producer_count):
+        if state is None:
             return
         write_snapshot(self.directory, offset, state.snapshot_entries(), durable=durable)
-        self._writes_snapshots = True
 
     def remove_expired_producers(self) -> int:
         """Forget producers idle for ``producer.id.expiration.ms`` with no open transaction
