@@ -219,3 +219,35 @@ class EncryptedRemoteSegmentError(UnsupportedRemoteSegmentError):
 
 class IcebergRemoteSegmentError(UnsupportedRemoteSegmentError):
     """The segment was written in the Aiven plugin's Iceberg mode: it holds no Kafka segment."""
+
+
+class CorruptSnapshotError(CorruptRecordError):
+    """A producer state ``.snapshot`` file is damaged (version, CRC or length); the loader
+    skips it and rebuilds producer state from the log instead."""
+
+
+class ProducerStateError(InvalidRecordError):
+    """An append a partition leader refuses for its producer fields (Kafka's producer-state
+    errors); the message names the partition, the producer id and what was expected."""
+
+
+class OutOfOrderSequenceError(ProducerStateError):
+    """A batch's first sequence is not the one after the producer's last (Kafka's
+    ``OUT_OF_ORDER_SEQUENCE_NUMBER``)."""
+
+
+class InvalidProducerEpochError(ProducerStateError):
+    """A batch (or marker) carries an epoch older than the producer's current one: the
+    producer was fenced (Kafka's ``INVALID_PRODUCER_EPOCH`` / ``PRODUCER_FENCED``)."""
+
+
+class UnknownProducerIdError(ProducerStateError):
+    """A batch of a producer this partition has no state for starts at a sequence other than
+    0 (Kafka's ``UNKNOWN_PRODUCER_ID``; with the state expired or deleted, the producer must
+    reset its sequence)."""
+
+
+class InvalidTxnStateError(ProducerStateError):
+    """A transactional append that breaks the transaction protocol: transactional data in an
+    idempotent-only producer's stream or the reverse while a transaction is open, or a
+    marker for a producer with no transaction (Kafka's ``INVALID_TXN_STATE``)."""

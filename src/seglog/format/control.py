@@ -19,6 +19,7 @@ import struct
 from dataclasses import dataclass
 
 from seglog.errors import CorruptRecordError
+from seglog.format.batch import assemble_batch, encode_record, make_attributes
 
 _KEY = struct.Struct(">hh")
 _MARKER_VALUE = struct.Struct(">hi")
@@ -96,3 +97,35 @@ def decode_end_txn_marker(value: bytes | None) -> EndTxnMarker:
     if version < 0:
         raise CorruptRecordError(f"end transaction marker has negative version {version}")
     return EndTxnMarker(version, coordinator_epoch)
+
+
+def build_end_txn_marker_batch(
+    producer_id: int,
+    producer_epoch: int,
+    *,
+    commit: bool,
+    coordinator_epoch: int,
+    timestamp_ms: int,
+    base_offset: int = 0,
+    partition_leader_epoch: int = 0,
+) -> bytes:
+    """The 78-byte COMMIT or ABORT marker batch a transaction coordinator's WriteTxnMarkers
+    has the partition leader write: transactional + control, one record (key: version 0 and
+    the type; value: version 0 and ``coordinator_epoch``), baseSequence -1, CreateTime."""
+    control_type = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+    record = encode_record(
+        0, 0, encode_control_key(control_type), encode_end_txn_marker(coordinator_epoch)
+    )
+    return assemble_batch(
+        record,
+        base_offset=base_offset,
+        partition_leader_epoch=partition_leader_epoch,
+        attributes=make_attributes(is_transactional=True, is_control=True),
+        last_offset_delta=0,
+        base_timestamp=timestamp_ms,
+        max_timestamp=timestamp_ms,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=-1,
+        records_count=1,
+    )
