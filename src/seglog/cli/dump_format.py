@@ -84,7 +84,6 @@ from seglog.format.control import (
     decode_end_txn_marker,
 )
 from seglog.format.index import AbortedTxn, OffsetIndexEntry, TimeIndexEntry
-from seglog.format.producer_snapshot import ProducerSnapshotEntry
 from seglog.format.kraft import (
     KRaftRecord,
     KRaftVersionRecord,
@@ -96,6 +95,7 @@ from seglog.format.kraft import (
     decode_snapshot_header,
     decode_voters,
 )
+from seglog.format.producer_snapshot import ProducerSnapshotEntry
 from seglog.format.reader import Batch
 from seglog.format.records import Record
 

@@ -58,8 +58,8 @@ from seglog.format.index import (
     sanity_check_offset_index,
     sanity_check_time_index,
 )
-from seglog.format.producer_snapshot import decode_producer_snapshot
 from seglog.format.names import INDEX_SUFFIX, LOG_SUFFIX, name_prefix, offset_from_file_name
+from seglog.format.producer_snapshot import decode_producer_snapshot
 from seglog.format.reader import Batch, BatchReader
 from seglog.format.records import NO_TIMESTAMP
 from seglog.storage.files import file_exists, map_file_readonly, read_file_bytes
