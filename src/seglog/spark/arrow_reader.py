@@ -35,6 +35,14 @@ part is skipped; an end above the log end offset (the log was truncated) likewis
 partition that no longer exists is data loss too. With ``read_compacted`` offsets up to the
 published copy's horizon come from the copy, the rest from the log (the data-loss check
 applies to the log part only).
+
+``read_committed`` (``kafka.isolation.level``): the range ends at most at the last stable
+offset, and the rows of aborted transactions are left out: the partition's aborted
+transactions overlapping the range (its ``.txnindex`` entries) are read once, and each
+chunk's transactional data batches inside one of them are dropped
+(:class:`seglog.core.aborted_batches.AbortedIntervals`); the rows kept are built as runs of
+consecutive rows, so nothing is copied per record. The compacted copy never holds aborted
+data.
 """
 
 from __future__ import annotations
@@ -47,6 +55,7 @@ import numpy.typing as npt
 import pyarrow as pa
 
 from seglog.config import BrokerConfig
+from seglog.core.aborted_batches import AbortedIntervals
 from seglog.engine.compaction.partition_reader import PartitionView, open_partition_log
 from seglog.engine.compaction.remote_copy import copy_store_for
 from seglog.errors import CorruptRecordError, DataLossError, UnknownTopicError
@@ -75,6 +84,7 @@ class RangeRequest:
     end: int
     include_headers: bool = False
     read_compacted: bool = False
+    read_committed: bool = False  # kafka.isolation.level=read_committed
     fail_on_data_loss: bool = True
     copy_target: CopyTarget | None = None  # the compacted copy is in object storage
     s3: S3Settings | None = None  # the log directories are in object storage
@@ -126,6 +136,10 @@ def read_range(
                     "failOnDataLoss=false to skip them"
                 )
             end = log.log_end_offset
+        aborted = AbortedIntervals(())
+        if request.read_committed:
+            end = min(end, log.last_stable_offset)
+            aborted = AbortedIntervals(log.aborted_transactions(request.start, end))
         position = request.start
         horizon = view.horizon
         while position < end:
@@ -163,7 +177,12 @@ def read_range(
                     path=str(log.directory),
                 )
             order.check(columns, position, in_copy=position <= horizon)
-            yield from builder.batches(columns, position, stop)
+            if aborted and position > horizon:
+                yield from builder.batches(
+                    columns, position, stop, dropped=aborted.aborted_batches(columns.batches)
+                )
+            else:
+                yield from builder.batches(columns, position, stop)
             position = max(position, int(columns.batches.last_offset[-1]) + 1)
     finally:
         view.close()
@@ -234,14 +253,23 @@ class _BatchBuilder:
         self.topic = request.topic.encode()
         self.partition = request.partition
 
-    def batches(self, columns: RecordColumns, low: int, high: int) -> Iterator[pa.RecordBatch]:
-        """Rows with ``low <= offset < high`` of one chunk, ``batch_rows`` at a time."""
+    def batches(
+        self,
+        columns: RecordColumns,
+        low: int,
+        high: int,
+        *,
+        dropped: npt.NDArray[np.bool_] | None = None,
+    ) -> Iterator[pa.RecordBatch]:
+        """Rows with ``low <= offset < high`` of one chunk, ``batch_rows`` at a time;
+        ``dropped``: per batch row, True when its records are left out (aborted)."""
         offsets = columns.offset
         # Offsets strictly increase within a chunk (batches are in offset order).
         first = int(np.searchsorted(offsets, low, side="left"))
         last = int(np.searchsorted(offsets, high, side="left"))
-        for begin in range(first, last, self.batch_rows):
-            yield self._build(columns, begin, min(last, begin + self.batch_rows))
+        for run_start, run_stop in _kept_runs(columns, first, last, dropped):
+            for begin in range(run_start, run_stop, self.batch_rows):
+                yield self._build(columns, begin, min(run_stop, begin + self.batch_rows))
 
     def _build(self, columns: RecordColumns, begin: int, stop: int) -> pa.RecordBatch:
         rows = stop - begin
@@ -276,6 +304,18 @@ class _BatchBuilder:
         if self.include_headers:
             arrays.append(_headers(columns, begin, stop, buffer))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _kept_runs(
+    columns: RecordColumns, first: int, last: int, dropped: npt.NDArray[np.bool_] | None
+) -> list[tuple[int, int]]:
+    """The runs ``[start, stop)`` of consecutive rows in ``[first, last)`` whose batch is not
+    ``dropped`` (one run, the whole span, when nothing is)."""
+    if dropped is None or first >= last or not dropped.any():
+        return [(first, last)]
+    keep = ~dropped[columns.batch_index[first:last]]
+    edges = np.flatnonzero(np.diff(np.concatenate(([False], keep, [False])).astype(np.int8)))
+    return [(first + int(a), first + int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
 
 
 def _spans_to_binary(
