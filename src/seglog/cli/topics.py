@@ -11,7 +11,9 @@
   result lines scripts read).
 * ``topics list [--json]``: a table of topics (name, partitions, bytes on disk).
 * ``topics describe NAME [--json]``: Kafka's ``Topic: ... Configs: ...`` line (the overrides),
-  then a table of partitions (offsets, recovery point, size, directory) and one of segments.
+  then a table of partitions (offsets, recovery point, the last stable offset, the open
+  transactions as ``N from OFFSET`` (the first one's first offset), the producers the
+  partition remembers, size, directory) and one of segments.
   ``--json`` adds the effective config (overrides over the broker defaults).
 * ``topics alter NAME [--config KEY=VALUE]... [--delete-config KEY]... [--partitions N]``: sets
   and removes overrides; removing a key the topic does not override is an error (it is
@@ -35,7 +37,8 @@ JSON shapes (one object on one line):
 * list: ``{"topics": [{"name", "partitions", "size_bytes"}]}``
 * describe: ``{"name", "topic_id", "overrides": {..}, "config": {..}, "partitions":
   [{"partition", "directory", "log_start_offset", "log_end_offset", "high_watermark",
-  "recovery_point", "size_bytes", "segments": [{"base_offset", "size_bytes",
+  "recovery_point", "size_bytes", "last_stable_offset", "ongoing_transactions",
+  "first_ongoing_offset" (null: none open), "producer_count", "segments": [{"base_offset", "size_bytes",
   "offset_index_entries", "time_index_entries", "max_timestamp"}]}], "sources": {key:
   source}, "configs_known": bool}``
 
@@ -67,7 +70,7 @@ from seglog.cli.common import (
     print_table,
 )
 from seglog.cli.topics_kafka import add_kafka_actions, kafka_compat_parent, note_bootstrap_server
-from seglog.engine.log_manager import TopicDescription
+from seglog.engine.log_manager import PartitionInfo, TopicDescription
 from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN
 from seglog.errors import InvalidConfigError
 from seglog.format.topic_names import COLLISION_WARNING, has_collision_chars, validate_topic_name
@@ -348,6 +351,9 @@ def _print_description(description: TopicDescription) -> None:
                 p.log_end_offset,
                 p.high_watermark,
                 p.recovery_point,
+                p.last_stable_offset,
+                _ongoing(p),
+                p.producer_count,
                 len(p.segments),
                 p.size_bytes,
                 p.directory,
@@ -360,6 +366,9 @@ def _print_description(description: TopicDescription) -> None:
             "LOG_END_OFFSET",
             "HIGH_WATERMARK",
             "RECOVERY_POINT",
+            "LAST_STABLE_OFFSET",
+            "ONGOING_TXNS",
+            "PRODUCERS",
             "SEGMENTS",
             "SIZE_BYTES",
             "DIRECTORY",
@@ -390,6 +399,13 @@ def _print_description(description: TopicDescription) -> None:
         ),
         out,
     )
+
+
+def _ongoing(p: PartitionInfo) -> str:
+    """``0``, or the count of open transactions and where the first began (``2 from 40``)."""
+    if not p.ongoing_transactions:
+        return "0"
+    return f"{p.ongoing_transactions} from {p.first_ongoing_offset}"
 
 
 def run_alter(args: argparse.Namespace) -> int:
