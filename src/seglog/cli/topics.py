@@ -38,9 +38,9 @@ JSON shapes (one object on one line):
 * describe: ``{"name", "topic_id", "overrides": {..}, "config": {..}, "partitions":
   [{"partition", "directory", "log_start_offset", "log_end_offset", "high_watermark",
   "recovery_point", "size_bytes", "last_stable_offset", "ongoing_transactions",
-  "first_ongoing_offset" (null: none open), "producer_count", "segments": [{"base_offset", "size_bytes",
-  "offset_index_entries", "time_index_entries", "max_timestamp"}]}], "sources": {key:
-  source}, "configs_known": bool}``
+  "first_ongoing_offset" (null: none open), "producer_count", "segments": [{"base_offset",
+  "size_bytes", "offset_index_entries", "time_index_entries", "max_timestamp"}]}],
+  "sources": {key: source}, "configs_known": bool}``
 
 ``describe`` prints ``Configs:`` as kafka-topics.sh does (the topic-level configs: seglog's
 overrides, the broker metadata's topic configs, Kafka's internal-topic configs), then every

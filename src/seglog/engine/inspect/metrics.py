@@ -60,10 +60,10 @@ seglog_metrics_collection_errors                                figures that fai
 
 The producer-state gauges are Kafka's where Kafka has them:
 ``kafka_cluster_Partition_LastStableOffsetLag{topic,partition}`` (K, the high watermark minus
-the LSO; too long a name for the table) is a ``kafka.cluster:type=Partition`` gauge and ``ProducerIdCount`` a broker-wide
-``kafka.server:type=ReplicaManager`` one (the sum over partitions); seglog adds the count per
-partition (what the broker's figure sums), the LSO itself and the open transactions, which
-say where a ``read_committed`` reader stops and why.
+the LSO; too long a name for the table) is a ``kafka.cluster:type=Partition`` gauge and
+``ProducerIdCount`` a broker-wide ``kafka.server:type=ReplicaManager`` one (the sum over
+partitions); seglog adds the count per partition (what the broker's figure sums), the LSO
+itself and the open transactions, which say where a ``read_committed`` reader stops and why.
 
 The compactor's last-run figures, after Pulsar's ``pulsar_compaction_*`` (which are
 per-broker counters; seglog keeps the last run per partition): ``records_read``,
