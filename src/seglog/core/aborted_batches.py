@@ -9,7 +9,8 @@ last_offset`` (the consumer's walk adds ``p`` to its aborted set at the transact
 offset and removes it at the marker; the interval test gives the same answer because a
 producer's transactions never overlap). Non-transactional batches, legacy entries and
 control batches are never aborted data (control batches are left out by every reader
-anyway).
+anyway). This is the columnar twin of :class:`seglog.core.isolation.AbortedRanges` (one
+batch at a time, for the record reads); the two give the same answers.
 """
 
 from __future__ import annotations

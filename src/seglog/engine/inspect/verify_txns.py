@@ -34,6 +34,7 @@ transaction (as many as the ``.txnindex`` files hold entries).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -159,7 +160,7 @@ class TxnCheck:
             + (f" ({others} more of its batches are there too)" if others else ""),
         )
 
-    def finish(self, segments: list[LogSegment], last_stable_offset: int) -> None:
+    def finish(self, segments: Sequence[LogSegment], last_stable_offset: int) -> None:
         """Judge the ``.txnindex`` files against the markers found, and the transactions
         still open against the last stable offset."""
         for producer_id, txn in sorted(self.open.items(), key=lambda kv: kv[1].first_offset):
