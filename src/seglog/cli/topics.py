@@ -12,7 +12,7 @@
 * ``topics list [--json]``: a table of topics (name, partitions, bytes on disk).
 * ``topics describe NAME [--json]``: Kafka's ``Topic: ... Configs: ...`` line (the overrides),
   then a table of partitions (offsets, recovery point, the last stable offset, the open
-  transactions as ``N from OFFSET`` (the first one's first offset), the producers the
+  transactions and the first one's first offset (``-``: none open), the producers the
   partition remembers, size, directory) and one of segments.
   ``--json`` adds the effective config (overrides over the broker defaults).
 * ``topics alter NAME [--config KEY=VALUE]... [--delete-config KEY]... [--partitions N]``: sets
@@ -70,7 +70,7 @@ from seglog.cli.common import (
     print_table,
 )
 from seglog.cli.topics_kafka import add_kafka_actions, kafka_compat_parent, note_bootstrap_server
-from seglog.engine.log_manager import PartitionInfo, TopicDescription
+from seglog.engine.log_manager import TopicDescription
 from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN
 from seglog.errors import InvalidConfigError
 from seglog.format.topic_names import COLLISION_WARNING, has_collision_chars, validate_topic_name
@@ -352,7 +352,8 @@ def _print_description(description: TopicDescription) -> None:
                 p.high_watermark,
                 p.recovery_point,
                 p.last_stable_offset,
-                _ongoing(p),
+                p.ongoing_transactions,
+                "-" if p.first_ongoing_offset is None else p.first_ongoing_offset,
                 p.producer_count,
                 len(p.segments),
                 p.size_bytes,
@@ -368,6 +369,7 @@ def _print_description(description: TopicDescription) -> None:
             "RECOVERY_POINT",
             "LAST_STABLE_OFFSET",
             "ONGOING_TXNS",
+            "FIRST_TXN_OFFSET",
             "PRODUCERS",
             "SEGMENTS",
             "SIZE_BYTES",
@@ -399,13 +401,6 @@ def _print_description(description: TopicDescription) -> None:
         ),
         out,
     )
-
-
-def _ongoing(p: PartitionInfo) -> str:
-    """``0``, or the count of open transactions and where the first began (``2 from 40``)."""
-    if not p.ongoing_transactions:
-        return "0"
-    return f"{p.ongoing_transactions} from {p.first_ongoing_offset}"
 
 
 def run_alter(args: argparse.Namespace) -> int:
