@@ -191,3 +191,13 @@ def test_a_typo_in_the_value_fails_the_spark_read(
     with pytest.raises(Exception, match="is not an isolation level") as error:
         _load(spark, data, **{"kafka.isolation.level": "committed"}).collect()
     assert "read_committed" in str(error.value)
+
+
+def test_tiered_storage_refuses_read_committed(tmp_path: Path) -> None:
+    from seglog.spark.tiered_source import parse_tiered_options
+    from seglog.storage.tiered_layouts import LAYOUTS
+
+    options = {"tieredStorage": LAYOUTS[0], "path": str(tmp_path), "subscribe": TOPIC}
+    assert parse_tiered_options(options).source.isolation_level == "read_uncommitted"
+    with pytest.raises(SparkOptionError, match="not supported with 'tieredStorage'"):
+        parse_tiered_options({**options, "kafka.isolation.level": "read_committed"})
