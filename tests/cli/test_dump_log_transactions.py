@@ -211,3 +211,42 @@ def test_txn_index_lines_and_abort_marker_record(
     assert all("isTransactional: true isControl: true" in line for line in batch_lines)
     assert "producerId: 1000 producerEpoch: 2 " in batch_lines[0]
     assert (status, err) == (0, "")
+
+
+def test_snapshots_seglog_writes_print_its_producer_state(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ``.snapshot`` a roll and a clean close write: one line per producer, as the
+    producer state holds it (producer 7's transaction open since offset 3)."""
+    from seglog.clock import ManualClock
+    from seglog.config import LogConfig
+    from seglog.engine.log import Log
+    from seglog.format.topic_names import TopicPartition
+    from seglog.testing.transactions import append_idempotent, append_transactional
+
+    log = Log.open(tmp_path / "t-0", TopicPartition("t", 0), LogConfig(), clock=ManualClock(TS))
+    append_idempotent(log, 5, 2, 0, [(b"a", b"1"), (b"b", b"2"), (b"c", b"3")])  # 0-2
+    append_transactional(log, 7, 0, 0, [(b"d", b"4")])  # 3
+    log.roll()
+    append_idempotent(log, 5, 2, 3, [(b"e", b"5")])  # 4
+    log.close()
+    at_roll = tmp_path / "t-0" / "00000000000000000004.snapshot"
+    at_close = tmp_path / "t-0" / "00000000000000000005.snapshot"
+    status, out, err = run_cli(capsys, "dump-log", at_roll, at_close)
+    assert (status, err) == (0, "")
+    assert out.splitlines() == [
+        f"Dumping {at_roll}",
+        f"producerId: 5 producerEpoch: 2 coordinatorEpoch: -1 currentTxnFirstOffset: "
+        f"OptionalLong.empty lastTimestamp: {TS} firstSequence: 0 lastSequence: 2 "
+        f"lastOffset: 2 offsetDelta: 2 timestamp: {TS}",
+        f"producerId: 7 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: "
+        f"OptionalLong[3] lastTimestamp: {TS} firstSequence: 0 lastSequence: 0 "
+        f"lastOffset: 3 offsetDelta: 0 timestamp: {TS}",
+        f"Dumping {at_close}",
+        f"producerId: 5 producerEpoch: 2 coordinatorEpoch: -1 currentTxnFirstOffset: "
+        f"OptionalLong.empty lastTimestamp: {TS} firstSequence: 3 lastSequence: 3 "
+        f"lastOffset: 4 offsetDelta: 0 timestamp: {TS}",
+        f"producerId: 7 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: "
+        f"OptionalLong[3] lastTimestamp: {TS} firstSequence: 0 lastSequence: 0 "
+        f"lastOffset: 3 offsetDelta: 0 timestamp: {TS}",
+    ]
