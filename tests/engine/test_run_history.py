@@ -105,7 +105,11 @@ def test_compactor_runs_are_recorded_including_failures(tmp_path: Path) -> None:
         # A transactional batch makes the run fail (the compactor refuses it): recorded too.
         log.append(
             encode_batch(
-                [Record(0, T0, b"t", b"x")], producer_id=7, producer_epoch=0, is_transactional=True
+                [Record(0, T0, b"t", b"x")],
+                producer_id=7,
+                producer_epoch=0,
+                base_sequence=0,
+                is_transactional=True,
             )
         )
         clock.advance(1_000)
