@@ -56,3 +56,37 @@ def test_columns_and_ranges_agree(case: tuple[list[Batch], list[AbortedTxn]]) ->
     ]
     assert got == expected
     assert bool(AbortedIntervals(aborted)) == bool(aborted)
+
+
+@settings(max_examples=100, deadline=None)
+@given(logs())
+def test_rows_without_aborted_batches(case: tuple[list[Batch], list[AbortedTxn]]) -> None:
+    """The kept rows are the records of the batches that are not aborted, in order, and
+    each batch's ``record_start`` still says which rows are its records."""
+    batches, aborted = case
+    data = b"".join(
+        encode_batch(
+            [Record(2 * offset + i, 0, b"k%d" % i, b"v%d" % offset) for i in range(2)],
+            base_offset=2 * offset,
+            producer_id=producer,
+            producer_epoch=0,
+            base_sequence=0,
+            is_transactional=transactional,
+        )
+        for offset, (producer, transactional, _) in enumerate(batches)
+    )
+    columns = scan_columns(data)
+    intervals = AbortedIntervals(
+        [AbortedTxn(a.producer_id, 2 * a.first_offset, 2 * a.last_offset, 0) for a in aborted]
+    )
+    dropped = intervals.aborted_batches(columns.batches).tolist()
+    kept = intervals.without_aborted_rows(columns)
+    expected = [
+        (2 * b + i, b"v%d" % b) for b in range(len(batches)) if not dropped[b] for i in range(2)
+    ]
+    assert [(int(o), kept.value(r)) for r, o in enumerate(kept.offset)] == expected
+    starts = kept.batches.record_start
+    for b in range(len(batches)):
+        rows = range(int(starts[b]), int(starts[b + 1]))
+        assert len(rows) == (0 if dropped[b] else 2)
+        assert all(int(kept.batch_index[r]) == b for r in rows)

@@ -101,6 +101,7 @@ from seglog.cli.consume_options import (
     resolve_output,
     resolve_topic,
 )
+from seglog.core.aborted_batches import AbortedIntervals
 from seglog.core.isolation import IsolationLevel
 from seglog.engine.compaction.compactor import copy_store, iter_compacted_records
 from seglog.engine.compaction.partition_reader import open_partition_log
@@ -413,7 +414,7 @@ def _follow(args: argparse.Namespace, reading: _Reading, positions: dict[int, in
 def read_range(reading: _Reading, log: Log, partition: int, first: int, end: int) -> None:
     """Write the records of ``[first, end)`` of one partition, fast path first when it fits."""
     skip = 0
-    if _use_fast_path(reading, log, first, end):
+    if _use_fast_path(reading, log):
         from seglog.cli.consume_fast import FastRequest, FastState, fast_lines
 
         layout = reading.output.layout
@@ -428,6 +429,9 @@ def read_range(reading: _Reading, log: Log, partition: int, first: int, end: int
             print_key=layout is not None and layout.print_key,
             key_separator=b"\t" if layout is None else layout.key_separator,
             null_literal=b"null" if layout is None else layout.null_literal,
+            aborted=AbortedIntervals(log.aborted_transactions(first, end))
+            if reading.read_committed
+            else None,
         )
         state = FastState()
         base = reading.counted.records
@@ -448,7 +452,7 @@ def read_range(reading: _Reading, log: Log, partition: int, first: int, end: int
             out.write(render(topic, partition, record))
 
 
-def _use_fast_path(reading: _Reading, log: Log, first: int, end: int) -> bool:
+def _use_fast_path(reading: _Reading, log: Log) -> bool:
     output = reading.output
     fits = output.kind == "json" or (
         output.kind == "text"
@@ -458,8 +462,6 @@ def _use_fast_path(reading: _Reading, log: Log, first: int, end: int) -> bool:
     )
     if not fits or reading.read_compacted or reading.skip_corrupt:
         return False
-    if reading.read_committed and log.aborted_transactions(first, end):
-        return False  # the fast path does not filter aborted records: the slow path does
     choice = os.environ.get(FAST_PATH_ENV, "auto").strip().lower()
     if choice in ("fast", "slow"):
         return choice == "fast"

@@ -79,8 +79,7 @@ def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "verify",
         parents=[command_options_parent()],
-        help="check a topic's segments, indexes, compaction and transaction invariants "
-        "(read-only)",
+        help="check a topic's segments, indexes, compaction and transaction invariants (read-only)",
         description=__doc__,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -15,13 +15,14 @@ batch at a time, for the record reads); the two give the same answers.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
 
 from seglog.format.batch import CONTROL_FLAG_MASK, MAGIC_V2, TRANSACTIONAL_FLAG_MASK
-from seglog.format.columnar import BatchColumns
+from seglog.format.columnar import BatchColumns, RecordColumns
 from seglog.format.txn_index import AbortedTxn
 
 BoolArray = npt.NDArray[np.bool_]
@@ -70,3 +71,33 @@ class AbortedIntervals:
             inside = (index >= 0) & (base <= lasts[np.maximum(index, 0)])
             out[mine[inside]] = True
         return out
+
+    def without_aborted_rows(self, columns: RecordColumns) -> RecordColumns:
+        """``columns`` without the records of aborted batches: the per-record columns taken
+        at the kept rows (one numpy take each) and each batch's ``record_start`` renumbered
+        (an aborted batch keeps its row with no records, as an excluded control batch does);
+        the data buffer and ``end`` are the same objects. Offsets still increase, so a reader
+        selects rows by offset as before. ``columns`` itself when nothing is dropped."""
+        if not self._intervals or not len(columns):
+            return columns
+        dropped = self.aborted_batches(columns.batches)
+        if not dropped.any():
+            return columns
+        keep = np.flatnonzero(~dropped[columns.batch_index])
+        batches = columns.batches
+        counts = np.diff(batches.record_start)
+        counts[dropped] = 0
+        record_start = np.zeros(len(batches.record_start), dtype=batches.record_start.dtype)
+        np.cumsum(counts, out=record_start[1:])
+        return dataclasses.replace(
+            columns,
+            batches=dataclasses.replace(batches, record_start=record_start),
+            offset=columns.offset[keep],
+            timestamp=columns.timestamp[keep],
+            key_position=columns.key_position[keep],
+            key_length=columns.key_length[keep],
+            value_position=columns.value_position[keep],
+            value_length=columns.value_length[keep],
+            header_count=columns.header_count[keep],
+            batch_index=columns.batch_index[keep],
+        )

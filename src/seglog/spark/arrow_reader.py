@@ -40,8 +40,8 @@ applies to the log part only).
 offset, and the rows of aborted transactions are left out: the partition's aborted
 transactions overlapping the range (its ``.txnindex`` entries) are read once, and each
 chunk's transactional data batches inside one of them are dropped
-(:class:`seglog.core.aborted_batches.AbortedIntervals`); the rows kept are built as runs of
-consecutive rows, so nothing is copied per record. The compacted copy never holds aborted
+(:meth:`seglog.core.aborted_batches.AbortedIntervals.without_aborted_rows`: one numpy take
+per record column, no Python object per record). The compacted copy never holds aborted
 data.
 """
 
@@ -178,11 +178,8 @@ def read_range(
                 )
             order.check(columns, position, in_copy=position <= horizon)
             if aborted and position > horizon:
-                yield from builder.batches(
-                    columns, position, stop, dropped=aborted.aborted_batches(columns.batches)
-                )
-            else:
-                yield from builder.batches(columns, position, stop)
+                columns = aborted.without_aborted_rows(columns)
+            yield from builder.batches(columns, position, stop)
             position = max(position, int(columns.batches.last_offset[-1]) + 1)
     finally:
         view.close()
@@ -253,23 +250,14 @@ class _BatchBuilder:
         self.topic = request.topic.encode()
         self.partition = request.partition
 
-    def batches(
-        self,
-        columns: RecordColumns,
-        low: int,
-        high: int,
-        *,
-        dropped: npt.NDArray[np.bool_] | None = None,
-    ) -> Iterator[pa.RecordBatch]:
-        """Rows with ``low <= offset < high`` of one chunk, ``batch_rows`` at a time;
-        ``dropped``: per batch row, True when its records are left out (aborted)."""
+    def batches(self, columns: RecordColumns, low: int, high: int) -> Iterator[pa.RecordBatch]:
+        """Rows with ``low <= offset < high`` of one chunk, ``batch_rows`` at a time."""
         offsets = columns.offset
         # Offsets strictly increase within a chunk (batches are in offset order).
         first = int(np.searchsorted(offsets, low, side="left"))
         last = int(np.searchsorted(offsets, high, side="left"))
-        for run_start, run_stop in _kept_runs(columns, first, last, dropped):
-            for begin in range(run_start, run_stop, self.batch_rows):
-                yield self._build(columns, begin, min(run_stop, begin + self.batch_rows))
+        for begin in range(first, last, self.batch_rows):
+            yield self._build(columns, begin, min(last, begin + self.batch_rows))
 
     def _build(self, columns: RecordColumns, begin: int, stop: int) -> pa.RecordBatch:
         rows = stop - begin
@@ -304,18 +292,6 @@ class _BatchBuilder:
         if self.include_headers:
             arrays.append(_headers(columns, begin, stop, buffer))
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
-
-
-def _kept_runs(
-    columns: RecordColumns, first: int, last: int, dropped: npt.NDArray[np.bool_] | None
-) -> list[tuple[int, int]]:
-    """The runs ``[start, stop)`` of consecutive rows in ``[first, last)`` whose batch is not
-    ``dropped`` (one run, the whole span, when nothing is)."""
-    if dropped is None or first >= last or not dropped.any():
-        return [(first, last)]
-    keep = ~dropped[columns.batch_index[first:last]]
-    edges = np.flatnonzero(np.diff(np.concatenate(([False], keep, [False])).astype(np.int8)))
-    return [(first + int(a), first + int(b)) for a, b in zip(edges[::2], edges[1::2], strict=True)]
 
 
 def _spans_to_binary(
