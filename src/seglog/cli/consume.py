@@ -118,7 +118,6 @@ FETCH_MAX_BYTES = 1024 * 1024  # bytes read at a time (the first batch comes who
 #: ``fast``: always where the output allows it; ``slow``: never. For tests and benchmarks.
 FAST_PATH_ENV = "SEGLOG_CONSUME_PATH"
 FAST_PATH_MIN_BYTES = 4 * 1024 * 1024  # below this, numpy/numba imports cost more than they save
-TRANSACTION_CHECK_BYTES = 8 * 1024 * 1024
 
 EPILOG = """\
 Examples:
@@ -361,7 +360,7 @@ def _consume(args: argparse.Namespace, offset: str | int, reading: _Reading) -> 
             end = readable_end(log, reading.read_committed)
             first = start_offset(log, offset, args.timestamp, read_compacted=args.read_compacted)
             if offset == "latest":
-                first = end  # read_committed: the LSO, as a read_committed consumer's latest
+                first = end  # the LSO under read_committed, as a Kafka consumer's latest
             reading.scans[partition] = ScanOptions(
                 skip_corrupt=args.skip_corrupt,
                 # A log never compacted has contiguous offsets: a gap there is damage. A
