@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from corpus_location import corpus_root
 
+from corpus_location import corpus_root
 from seglog.clock import ManualClock
 from seglog.config import LogConfig
 from seglog.core.producer_state import ProducerStateManager
