@@ -148,3 +148,38 @@ def test_fast_path_stops_at_the_lso_when_nothing_was_aborted(
     assert cli.ok("consume", "t", "--isolation-level", "read_committed").out_bytes == (
         b"b0\nb1\nc0\n"
     )
+
+
+def test_follow_waits_for_the_transaction_to_end(tmp_path: Path) -> None:
+    """A following read_committed consumer (a real process) stops below the open
+    transaction, and once it is aborted reads on past it without its records."""
+    import os
+    import subprocess
+    import sys
+
+    data = tmp_path / "data"
+    with open_log_dirs([data]) as manager:
+        manager.create_topic("t", 1)
+        log = manager.get_log("t", 0)
+        log.append(_plain(b"z", b"z0"))  # 0
+        append_transactional(log, 1, 0, 0, [(b"a", b"a0")])  # 1: open
+        log.append(_plain(b"b", b"b0"))  # 2
+    command = [sys.executable, "-m", "seglog.cli", "--data-dir", str(data), "consume", "t"]
+    command += ["--isolation-level", "read_committed", "--follow", "--poll-ms", "50"]
+    command += ["--max-messages", "3"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"z0\n"  # up to the LSO (1), then it waits
+        with open_log_dirs([data]) as manager:
+            log = manager.get_log("t", 0)
+            log.append_marker(1, 0, commit=False, coordinator_epoch=0)  # 3: ABORT
+            log.append(_plain(b"c", b"c0"))  # 4
+        out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, err
+    assert out == b"b0\nc0\n"
+    assert err == b"Processed a total of 3 messages\n"
