@@ -9,6 +9,7 @@ the partition's bytes and ``.txnindex`` entries, keeps the same ones.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +202,32 @@ def test_tiered_storage_refuses_read_committed(tmp_path: Path) -> None:
     assert parse_tiered_options(options).source.isolation_level == "read_uncommitted"
     with pytest.raises(SparkOptionError, match="not supported with 'tieredStorage'"):
         parse_tiered_options({**options, "kafka.isolation.level": "read_committed"})
+
+
+def test_streaming_read_committed_reads_up_to_the_lso(
+    spark: Any, written: tuple[Path, Written], tmp_path: Path
+) -> None:
+    """A streaming query (availableNow) ends its batch at the LSO and drops aborted rows."""
+    data, expected = written
+    query = (
+        spark.readStream.format("seglog")
+        .option("path", str(data))
+        .option("subscribe", TOPIC)
+        .option("startingOffsets", "earliest")
+        .option("kafka.isolation.level", "read_committed")
+        .load()
+        .writeStream.format("memory")
+        .queryName("seglog_read_committed")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    try:
+        query.awaitTermination(120)
+        got = _rows(spark.table("seglog_read_committed"))
+        end = query.lastProgress["sources"][0]["endOffset"]
+    finally:
+        query.stop()
+    assert got == expected.committed
+    end = json.loads(end) if isinstance(end, str) else end
+    assert end == {TOPIC: {"0": expected.lso}}
