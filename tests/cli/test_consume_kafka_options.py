@@ -144,7 +144,8 @@ def test_read_committed_without_transactions_reads_everything(log: Cli) -> None:
 
 
 @pytest.mark.skipif(corpus_root() is None, reason=NO_CORPUS_REASON)
-def test_read_committed_is_refused_on_transactional_batches(cli: Cli, tmp_path: Path) -> None:
+def test_read_committed_reads_a_brokers_committed_transactions(cli: Cli, tmp_path: Path) -> None:
+    """ksqlDB's command topic: four transactions, each one record and a COMMIT marker."""
     root = corpus_root()
     assert root is not None
     source = root / "no-licence" / "danielowo-ksql-txn"
@@ -153,13 +154,12 @@ def test_read_committed_is_refused_on_transactional_batches(cli: Cli, tmp_path: 
     copy = tmp_path / "txn"
     shutil.copytree(source, copy)
     topic = "_confluent-ksql-default__command_topic"
-    args = ("--data-dir", str(copy), "consume", topic)
-    refused = cli.run(*args, "--isolation-level", "read_committed", data_dir=False)
-    assert refused.status == 1 and refused.out_bytes == b""
-    assert "does not yet filter aborted transactions" in refused.err
-    assert len(refused.err.strip().splitlines()) == 1
+    args = ("--data-dir", str(copy), "consume", topic, "--format", "json")
+    committed = cli.run(*args, "--isolation-level", "read_committed", data_dir=False)
+    assert committed.status == 0 and committed.err == "Processed a total of 4 messages\n"
+    assert [json.loads(line)["offset"] for line in committed.lines] == [0, 2, 4, 6]
     read = cli.run(*args, "--isolation-level", "read_uncommitted", data_dir=False)
-    assert read.status == 0 and read.err == "Processed a total of 4 messages\n"
+    assert read.status == 0 and read.out_bytes == committed.out_bytes
 
 
 def test_consume_json_piped_into_produce_json_copies_the_topic(log: Cli) -> None:

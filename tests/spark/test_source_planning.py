@@ -266,7 +266,7 @@ def test_unknown_topic_and_partition(data: Path) -> None:
 
 def test_offsets_beyond_the_log(data: Path) -> None:
     end = json.dumps({EVENTS: {"0": 99}})
-    with pytest.raises(OffsetOutOfRangeError, match="above the log end offset 40"):
+    with pytest.raises(OffsetOutOfRangeError, match="above the latest offset 40"):
         SeglogBatchReader(options(data, assign='{"events":[0]}', endingOffsets=end)).plan()
     late = json.dumps({EVENTS: {"0": 45}})
     with pytest.raises(DataLossError, match="starting offset 45 is above the ending offset"):

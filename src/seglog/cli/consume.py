@@ -30,9 +30,10 @@ output ambiguous; use JSON for anything but plain lines. kcat's ``-f FORMAT`` (`
 
 Kafka's options are accepted as aliases: ``--topic``, ``--from-beginning``, ``--max-messages``,
 ``--timeout-ms``, ``--isolation-level``, ``--property``, ``--formatter``. ``--isolation-level
-read_committed`` works only on partitions without transactional batches: seglog does not yet
-filter the records of aborted transactions, so it refuses (before printing anything) rather
-than print them.
+read_committed`` reads each partition up to its last stable offset (the first offset of its
+earliest open transaction, else the log end) and leaves out the records of aborted
+transactions, as Kafka's console consumer with that level does; with ``--follow`` the read
+moves on as transactions end.
 
 ``--format json`` writes one object per record, on one line::
 
@@ -100,13 +101,13 @@ from seglog.cli.consume_options import (
     resolve_output,
     resolve_topic,
 )
+from seglog.core.aborted_batches import AbortedIntervals
+from seglog.core.isolation import IsolationLevel
 from seglog.engine.compaction.compactor import copy_store, iter_compacted_records
 from seglog.engine.compaction.partition_reader import open_partition_log
 from seglog.engine.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
 from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
 from seglog.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicError
-from seglog.format.batch import MAGIC_V2
-from seglog.format.reader import BatchReader, EndKind
 from seglog.format.topic_names import validate_topic_name
 
 if TYPE_CHECKING:
@@ -117,7 +118,6 @@ FETCH_MAX_BYTES = 1024 * 1024  # bytes read at a time (the first batch comes who
 #: ``fast``: always where the output allows it; ``slow``: never. For tests and benchmarks.
 FAST_PATH_ENV = "SEGLOG_CONSUME_PATH"
 FAST_PATH_MIN_BYTES = 4 * 1024 * 1024  # below this, numpy/numba imports cost more than they save
-TRANSACTION_CHECK_BYTES = 8 * 1024 * 1024
 
 EPILOG = """\
 Examples:
@@ -202,6 +202,7 @@ def read_partition(
         skip_corrupt=scan.skip_corrupt,
         on_skip=scan.on_skip,
         check_gaps=scan.check_gaps,
+        isolation_level=scan.isolation_level,
     )
     yield from itertools.islice(records, limit)
 
@@ -213,6 +214,7 @@ class ScanOptions:
     skip_corrupt: bool = False
     check_gaps: bool = False
     on_skip: Callable[[SkippedRange], None] | None = None
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
 
 
 def report_skipped(skipped: SkippedRange) -> None:
@@ -232,7 +234,12 @@ def read_compacted_partition(
     count = 0
     scan = scan or ScanOptions()
     records = iter_compacted_records(
-        log, first, end, skip_corrupt=scan.skip_corrupt, on_skip=scan.on_skip
+        log,
+        first,
+        end,
+        skip_corrupt=scan.skip_corrupt,
+        on_skip=scan.on_skip,
+        isolation_level=scan.isolation_level,
     )
     try:
         for record in records:
@@ -350,10 +357,10 @@ def _consume(args: argparse.Namespace, offset: str | int, reading: _Reading) -> 
         plans: list[tuple[int, Log, int, int]] = []
         for partition in partitions:
             log = manager.get_log(topic, partition)
-            end = log.log_end_offset
+            end = readable_end(log, reading.read_committed)
             first = start_offset(log, offset, args.timestamp, read_compacted=args.read_compacted)
-            if reading.read_committed:
-                refuse_transactions(log, first, end)
+            if offset == "latest":
+                first = end  # the LSO under read_committed, as a Kafka consumer's latest
             reading.scans[partition] = ScanOptions(
                 skip_corrupt=args.skip_corrupt,
                 # A log never compacted has contiguous offsets: a gap there is damage. A
@@ -362,6 +369,7 @@ def _consume(args: argparse.Namespace, offset: str | int, reading: _Reading) -> 
                 and not log.config.is_compacted
                 and (topic, partition) not in checkpoints,
                 on_skip=report_skipped,
+                isolation_level=IsolationLevel.parse(args.isolation_level),
             )
             plans.append((partition, log, first, end))
         reading.counted.is_reading = True
@@ -369,7 +377,7 @@ def _consume(args: argparse.Namespace, offset: str | int, reading: _Reading) -> 
             if reading.remaining == 0:
                 return
             read_range(reading, log, partition, first, end)
-            positions[partition] = end
+            positions[partition] = max(first, end)  # read_committed: first may pass the LSO
     if args.follow:
         reading.out.flush()
         _follow(args, reading, positions)
@@ -386,10 +394,8 @@ def _follow(args: argparse.Namespace, reading: _Reading, positions: dict[int, in
         for partition, position in positions.items():
             log = open_partition_log(broker, reading.topic, partition)
             try:
-                end = log.log_end_offset
+                end = readable_end(log, reading.read_committed)
                 if end > position:
-                    if reading.read_committed:
-                        refuse_transactions(log, position, end)
                     read_range(reading, log, partition, position, end)
                     positions[partition] = end
             finally:
@@ -422,6 +428,9 @@ def read_range(reading: _Reading, log: Log, partition: int, first: int, end: int
             print_key=layout is not None and layout.print_key,
             key_separator=b"\t" if layout is None else layout.key_separator,
             null_literal=b"null" if layout is None else layout.null_literal,
+            aborted=AbortedIntervals(log.aborted_transactions(first, end))
+            if reading.read_committed
+            else None,
         )
         state = FastState()
         base = reading.counted.records
@@ -458,51 +467,7 @@ def _use_fast_path(reading: _Reading, log: Log) -> bool:
     return sum(segment.size for segment in log.segments) >= FAST_PATH_MIN_BYTES
 
 
-def refuse_transactions(log: Log, first: int, end: int) -> None:
-    """``read_committed``: raise when a batch of ``[first, end)`` is transactional.
-
-    seglog does not yet filter the records of aborted transactions; on a partition without
-    transactional batches read_committed reads exactly what read_uncommitted reads.
-    """
-    found = first_transactional_offset(log, first, end)
-    if found is not None:
-        raise InvalidConfigError(
-            f"--isolation-level read_committed: seglog does not yet filter aborted "
-            f"transactions, and {log.topic_partition} holds transactional batches (the first "
-            f"at offset {found}); use --isolation-level read_uncommitted to read every record"
-        )
-
-
-def first_transactional_offset(log: Log, first: int, end: int) -> int | None:
-    """Base offset of the first transactional batch with offsets in ``[first, end)``, if any
-    (batch headers only; damage is left to the read, which reports it)."""
-    segments = log.segments
-    for index, segment in enumerate(segments):
-        following = segments[index + 1].base_offset if index + 1 < len(segments) else None
-        if following is not None and following <= first:
-            continue
-        if segment.base_offset >= end:
-            return None
-        position, size, wanted = 0, segment.size, TRANSACTION_CHECK_BYTES
-        while position < size:
-            data = segment.read_at(position, min(wanted, size - position))
-            reader = BatchReader(data, base_position=position)
-            advanced = False
-            for batch in reader:
-                advanced = True
-                if batch.last_offset < first:
-                    continue
-                if batch.base_offset >= end:
-                    return None
-                if batch.magic == MAGIC_V2 and batch.is_transactional:
-                    return batch.base_offset
-            ending = reader.end
-            if ending is None or ending.kind is not EndKind.TORN_TAIL:
-                break
-            if position + len(data) >= size:
-                break
-            if not advanced:
-                wanted = len(data) + (ending.bytes_needed or 1)
-                continue
-            position = ending.position
-    return None
+def readable_end(log: Log, read_committed: bool) -> int:
+    """Where a read of ``log`` ends now: the last stable offset under read_committed (the
+    records past it belong to, or follow, an open transaction), else the log end offset."""
+    return log.last_stable_offset if read_committed else log.log_end_offset

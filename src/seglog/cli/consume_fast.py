@@ -11,7 +11,11 @@
   six pieces (the constant parts are picked per record from small tables by timestamp type
   and null key/value) in one ``bytes.join`` per chunk. orjson and the slow path's
   ``json.dumps(ensure_ascii=False, separators=(",", ":"))`` escape strings identically;
-* plain text (value, or key, separator, value): spans joined by ``bytes.join``.
+* plain text (value, or key, separator, value): spans joined by ``bytes.join``;
+* ``read_committed``: the caller ends the range at the last stable offset and passes the
+  range's aborted transactions; each chunk's aborted batches lose their records before the
+  checks (:meth:`~seglog.core.aborted_batches.AbortedIntervals.without_aborted_rows`), as the
+  slow path leaves them out.
 
 **Identical output, always.** Before a chunk's records are written, every check of the slow
 path's record scan is redone on the whole chunk, vectorised: a clean end (or a torn tail that
@@ -35,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from seglog.core.aborted_batches import AbortedIntervals
 from seglog.engine.log import Log
 from seglog.errors import CorruptRecordError
 from seglog.format.batch import MAGIC_V2
@@ -72,6 +77,7 @@ class FastRequest:
     print_key: bool = False
     key_separator: bytes = b"\t"
     null_literal: bytes = b"null"
+    aborted: AbortedIntervals | None = None  # read_committed: the records to leave out
 
 
 def fast_lines(log: Log, request: FastRequest, state: FastState) -> Iterator[bytes]:
@@ -112,6 +118,8 @@ def fast_lines(log: Log, request: FastRequest, state: FastState) -> Iterator[byt
             except CorruptRecordError:
                 state.handed_over = True
                 return
+            if request.aborted is not None:
+                columns = request.aborted.without_aborted_rows(columns)
             step = _chunk_step(columns, data, wanted, position, size)
             if step is None or not _checks_pass(
                 columns, segment.base_offset, next_base, request, state

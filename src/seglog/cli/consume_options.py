@@ -11,9 +11,9 @@
 ``--timeout-ms MS``                    with ``--follow``: stop after MS without a new record
                                        (without ``--follow`` the command ends at the log
                                        end anyway, so it changes nothing)
-``--isolation-level L``                ``read_uncommitted`` (the default); ``read_committed``
-                                       is refused when a partition read holds a
-                                       transactional batch (see below)
+``--isolation-level L``                ``read_uncommitted`` (the default) or
+                                       ``read_committed``: up to the last stable offset,
+                                       without the records of aborted transactions
 ``--property NAME=VALUE``              the text layout (:mod:`seglog.cli.consume_output`):
                                        ``print.key|timestamp|partition|offset|headers|
                                        value|delivery``, ``key.separator``,
@@ -33,11 +33,11 @@ nearest known name, not ignored: a typo would otherwise print the wrong thing si
 ``--property`` and ``--formatter`` shape the text output only; combining them with
 ``--format json`` or ``-f`` is an error (which one wins would be a guess).
 
-``--isolation-level read_committed``: seglog does not yet filter the records of aborted
-transactions. Rather than print them under a name that promises otherwise, the command
-checks the batches of each partition in the range it reads; when none is transactional,
-read_committed and read_uncommitted are the same records and it proceeds; otherwise it
-stops before printing anything with an error naming the partition and offset.
+``--isolation-level read_committed`` is Kafka's: each partition is read up to its last stable
+offset (the first offset of its earliest open transaction; the log end when none is open),
+records of aborted transactions (found through the segments' ``.txnindex`` files) are left
+out, and ``--offset latest`` starts at the last stable offset. Control records (transaction
+markers) are never printed at either level. It applies under ``--read-compacted`` too.
 """
 
 from __future__ import annotations
@@ -172,8 +172,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--isolation-level",
         choices=ISOLATION_LEVELS,
         default="read_uncommitted",
-        help="read_uncommitted (default); read_committed only for logs without "
-        "transactional batches (seglog does not yet filter aborted transactions)",
+        help="read_uncommitted (default: every record, those of open and aborted "
+        "transactions too); read_committed: up to the last stable offset, without the "
+        "records of aborted transactions",
     )
     _output_options(parser)
 

@@ -43,6 +43,16 @@ Index entry lines::
     version: <v> producerId: <pid> firstOffset: <f> lastOffset: <l> lastStableOffset: <lso>
                                                                         (.txnindex)
 
+Producer state snapshot line (``.snapshot``, one per producer entry)::
+
+    producerId: <pid> producerEpoch: <e> coordinatorEpoch: <ce>
+    currentTxnFirstOffset: <OptionalLong.empty|OptionalLong[<o>]> lastTimestamp: <ts>
+
+(one line, wrapped here, ending with a space) followed, when the entry holds a batch
+(``lastOffset >= 0``), by ``firstSequence: <fs> lastSequence: <ls> lastOffset: <lo>
+offsetDelta: <d> timestamp: <ts>``, where ``firstSequence`` is ``lastSequence - offsetDelta``
+wrapped past ``Integer.MAX_VALUE`` as Kafka's ``decrementSequence`` does.
+
 JSON objects (``--json``; seglog's own, Kafka's tool has none): per batch ``{"file",
 "baseOffset", "lastOffset", "count", "baseSequence", "lastSequence", "producerId",
 "producerEpoch", "partitionLeaderEpoch", "isTransactional", "isControl", "deleteHorizonMs",
@@ -52,7 +62,11 @@ null for legacy entries); per record ``{"offset", "timestamp", "key", "value", "
 [[key, value], ...]}`` with keys and values as base64 or null; per ``.index`` entry
 ``{"file", "offset", "position"}``; per ``.timeindex`` entry ``{"file", "timestamp",
 "offset"}``; per ``.txnindex`` entry ``{"file", "version", "producerId", "firstOffset",
-"lastOffset", "lastStableOffset"}``.
+"lastOffset", "lastStableOffset"}``; per ``.snapshot`` entry ``{"file", "producerId",
+"producerEpoch", "coordinatorEpoch", "currentTxnFirstOffset", "lastTimestamp",
+"firstSequence", "lastSequence", "lastOffset", "offsetDelta", "timestamp"}``
+(``currentTxnFirstOffset`` null without an open transaction; the five batch fields null when
+the entry holds no batch).
 """
 
 from __future__ import annotations
@@ -81,6 +95,7 @@ from seglog.format.kraft import (
     decode_snapshot_header,
     decode_voters,
 )
+from seglog.format.producer_snapshot import ProducerSnapshotEntry
 from seglog.format.reader import Batch
 from seglog.format.records import Record
 
@@ -261,6 +276,38 @@ def txn_index_line(entry: AbortedTxn) -> str:
     )
 
 
+INT32_MAX = (1 << 31) - 1
+
+
+def first_sequence(entry: ProducerSnapshotEntry) -> int:
+    """The first sequence of an entry's batch (Kafka's ``decrementSequence``: sequences wrap
+    from ``Integer.MAX_VALUE`` to 0)."""
+    if entry.last_sequence < entry.offset_delta:
+        return INT32_MAX - (entry.offset_delta - entry.last_sequence) + 1
+    return entry.last_sequence - entry.offset_delta
+
+
+def _optional_long(value: int) -> str:
+    return "OptionalLong.empty" if value < 0 else f"OptionalLong[{value}]"
+
+
+def producer_snapshot_line(entry: ProducerSnapshotEntry) -> str:
+    """Kafka's ``.snapshot`` entry line (``dumpProducerIdSnapshot``), without the newline."""
+    line = (
+        f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
+        f"coordinatorEpoch: {entry.coordinator_epoch} "
+        f"currentTxnFirstOffset: {_optional_long(entry.current_txn_first_offset)} "
+        f"lastTimestamp: {entry.timestamp} "
+    )
+    if entry.last_offset >= 0:
+        line += (
+            f"firstSequence: {first_sequence(entry)} lastSequence: {entry.last_sequence} "
+            f"lastOffset: {entry.last_offset} offsetDelta: {entry.offset_delta} "
+            f"timestamp: {entry.timestamp}"
+        )
+    return line
+
+
 # --- JSON objects (--json) -----------------------------------------------------------------------
 
 
@@ -335,4 +382,24 @@ def txn_index_json(entry: AbortedTxn, path: str) -> dict[str, Any]:
         "firstOffset": entry.first_offset,
         "lastOffset": entry.last_offset,
         "lastStableOffset": entry.last_stable_offset,
+    }
+
+
+def producer_snapshot_json(entry: ProducerSnapshotEntry, path: str) -> dict[str, Any]:
+    """The ``--json`` object of a ``.snapshot`` producer entry."""
+    has_batch = entry.last_offset >= 0
+    return {
+        "file": path,
+        "producerId": entry.producer_id,
+        "producerEpoch": entry.producer_epoch,
+        "coordinatorEpoch": entry.coordinator_epoch,
+        "currentTxnFirstOffset": (
+            entry.current_txn_first_offset if entry.current_txn_first_offset >= 0 else None
+        ),
+        "lastTimestamp": entry.timestamp,
+        "firstSequence": first_sequence(entry) if has_batch else None,
+        "lastSequence": entry.last_sequence if has_batch else None,
+        "lastOffset": entry.last_offset if has_batch else None,
+        "offsetDelta": entry.offset_delta if has_batch else None,
+        "timestamp": entry.timestamp if has_batch else None,
     }

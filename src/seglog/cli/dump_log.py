@@ -8,7 +8,8 @@ decoded by :mod:`seglog.format.kraft`.
 
 Dispatch is by the text after the file name's **last** dot: ``.log`` and KRaft
 ``.checkpoint`` snapshots are dumped batch by batch, ``.index``, ``.timeindex`` and
-``.txnindex`` entry by entry; anything else prints ``Ignoring unknown file <path>`` on stderr
+``.txnindex`` entry by entry, producer state ``.snapshot`` files producer by producer;
+anything else prints ``Ignoring unknown file <path>`` on stderr
 (so ``x.log.deleted`` is ignored, as in Kafka). The text output is Kafka's, byte for byte:
 ``Dumping <path>``, ``Log starting offset: <n>``, batch lines for v2 and
 legacy v0/v1 entries, ``| offset: ...`` record lines with deep iteration, ``Found <n> invalid
@@ -26,7 +27,8 @@ of these cases):
   ``isvalid: false`` (as Kafka prints it), and does not change the exit status;
 * index files: see :mod:`seglog.cli.dump_index` (missing ``.log`` or ``.index``, entries
   holding no whole batch, the order of the summaries);
-* producer state ``.snapshot`` files are not decoded yet (skipped with a note on stderr).
+* a damaged producer state ``.snapshot`` (bad version, CRC or length) is an error (exit
+  status 1) and none of its entries is printed; Kafka's tool prints the message and exits 0.
 
 ``--json`` writes one JSON object per line instead (diagnostics stay text on stderr), in the
 shapes :mod:`seglog.cli.dump_format` lists; with deep iteration a batch object carries
@@ -79,7 +81,7 @@ Print Kafka segment files the way Kafka's kafka-dump-log.sh does (same text, sam
   .index              'offset: O position: P' per entry, each checked against the .log
   .timeindex          'timestamp: T offset: O' per entry, checked against the .log
   .txnindex           one line per aborted transaction
-  .snapshot           not decoded yet (a note on stderr)
+  .snapshot           one line per producer (Kafka's producer state snapshot)
   anything else       'Ignoring unknown file PATH' on stderr
 
 Mismatches between an index and its .log are summarized on stderr after all files."""
@@ -98,6 +100,10 @@ JSON output (--json): one object per line on stdout; diagnostics stay on stderr;
   .timeindex:  {"file", "timestamp", "offset"}
   .txnindex:   {"file", "version", "producerId", "firstOffset", "lastOffset",
                 "lastStableOffset"}
+  .snapshot:   {"file", "producerId", "producerEpoch", "coordinatorEpoch",
+                "currentTxnFirstOffset" (null: none), "lastTimestamp", "firstSequence",
+                "lastSequence", "lastOffset", "offsetDelta", "timestamp"} (the last five
+                null when the producer has no batch retained)
 
 Exit status: 0 when every file was dumped; 1 when a file could not be read or held an
 entry that is not a valid batch or records that cannot be decoded (each reported on stderr
@@ -127,7 +133,8 @@ def register(subparsers: Subparsers) -> None:
     """Add the ``dump-log`` subcommand to the ``seglog`` parser."""
     parser = subparsers.add_parser(
         "dump-log",
-        help="print .log/.index/.timeindex files like Kafka's kafka-dump-log.sh",
+        help="print .log/.index/.timeindex/.txnindex/.snapshot files like Kafka's "
+        "kafka-dump-log.sh",
         description=DESCRIPTION,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -329,10 +336,7 @@ class Dumper:
             elif suffix == TXN_INDEX_SUFFIX:
                 self._indexes.dump_txn_index(path)
             elif suffix == SNAPSHOT_SUFFIX:
-                self.note(
-                    f"Ignoring unsupported file {path} (producer state snapshots are not "
-                    "decoded by seglog yet)"
-                )
+                self._indexes.dump_producer_snapshot(path)
             else:
                 self.note(f"Ignoring unknown file {path}")
         except BrokenPipeError:

@@ -11,7 +11,9 @@
   result lines scripts read).
 * ``topics list [--json]``: a table of topics (name, partitions, bytes on disk).
 * ``topics describe NAME [--json]``: Kafka's ``Topic: ... Configs: ...`` line (the overrides),
-  then a table of partitions (offsets, recovery point, size, directory) and one of segments.
+  then a table of partitions (offsets, recovery point, the last stable offset, the open
+  transactions and the first one's first offset (``-``: none open), the producers the
+  partition remembers, size, directory) and one of segments.
   ``--json`` adds the effective config (overrides over the broker defaults).
 * ``topics alter NAME [--config KEY=VALUE]... [--delete-config KEY]... [--partitions N]``: sets
   and removes overrides; removing a key the topic does not override is an error (it is
@@ -35,9 +37,10 @@ JSON shapes (one object on one line):
 * list: ``{"topics": [{"name", "partitions", "size_bytes"}]}``
 * describe: ``{"name", "topic_id", "overrides": {..}, "config": {..}, "partitions":
   [{"partition", "directory", "log_start_offset", "log_end_offset", "high_watermark",
-  "recovery_point", "size_bytes", "segments": [{"base_offset", "size_bytes",
-  "offset_index_entries", "time_index_entries", "max_timestamp"}]}], "sources": {key:
-  source}, "configs_known": bool}``
+  "recovery_point", "size_bytes", "last_stable_offset", "ongoing_transactions",
+  "first_ongoing_offset" (null: none open), "producer_count", "segments": [{"base_offset",
+  "size_bytes", "offset_index_entries", "time_index_entries", "max_timestamp"}]}],
+  "sources": {key: source}, "configs_known": bool}``
 
 ``describe`` prints ``Configs:`` as kafka-topics.sh does (the topic-level configs: seglog's
 overrides, the broker metadata's topic configs, Kafka's internal-topic configs), then every
@@ -348,6 +351,10 @@ def _print_description(description: TopicDescription) -> None:
                 p.log_end_offset,
                 p.high_watermark,
                 p.recovery_point,
+                p.last_stable_offset,
+                p.ongoing_transactions,
+                "-" if p.first_ongoing_offset is None else p.first_ongoing_offset,
+                p.producer_count,
                 len(p.segments),
                 p.size_bytes,
                 p.directory,
@@ -360,6 +367,10 @@ def _print_description(description: TopicDescription) -> None:
             "LOG_END_OFFSET",
             "HIGH_WATERMARK",
             "RECOVERY_POINT",
+            "LAST_STABLE_OFFSET",
+            "ONGOING_TXNS",
+            "FIRST_TXN_OFFSET",
+            "PRODUCERS",
             "SEGMENTS",
             "SIZE_BYTES",
             "DIRECTORY",

@@ -11,7 +11,12 @@ problem kinds):
 * every ``.index`` and ``.timeindex`` entry pointing where Kafka's rules say;
 * for a topic with ``cleanup.policy`` holding ``compact``, below the partition's entry in its
   log directory's ``cleaner-offset-checkpoint`` (what the log cleaner has cleaned): no key
-  twice, and every tombstone in a batch carrying a delete horizon (KIP-534).
+  twice, and every tombstone in a batch carrying a delete horizon (KIP-534);
+* the transaction rules: no transactional data below the last stable offset without the
+  COMMIT or ABORT marker that ends it (``txn-marker-missing``), no record of an aborted
+  transaction below the cleaner checkpoint (``aborted-data-retained``), every ``.txnindex``
+  entry at its ABORT marker and matching its transaction's data (``txn-index-entry``), and an
+  entry for every ABORT whose data remains (``txn-index-missing``).
 
 Verify never writes: the data dirs are opened read-only (as ``--read-only`` does), so no
 lock, checkpoint or clean-shutdown marker is written and nothing is repaired. What the open
@@ -74,7 +79,7 @@ def register(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "verify",
         parents=[command_options_parent()],
-        help="check a topic's segments, indexes and compaction invariants (read-only)",
+        help="check a topic's segments, indexes, compaction and transaction invariants (read-only)",
         description=__doc__,
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -103,6 +103,13 @@ class PartitionInfo:
     recovery_point: int
     size_bytes: int
     segments: tuple[SegmentInfo, ...]
+    # Producer state: the last stable offset (the first offset of the earliest open
+    # transaction, else the high watermark), the open transactions and where the first
+    # began (None: none open), and the producers the partition remembers.
+    last_stable_offset: int = 0
+    ongoing_transactions: int = 0
+    first_ongoing_offset: int | None = None
+    producer_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -443,6 +450,7 @@ class Topics:
         partitions = []
         for partition in self.partitions_of(name):
             log = self._logs[TopicPartition(name, partition)]
+            ongoing = log.ongoing_transactions()
             segments = tuple(
                 SegmentInfo(
                     s.base_offset,
@@ -463,6 +471,10 @@ class Topics:
                     log.recovery_point,
                     log.size_bytes(),
                     segments,
+                    log.last_stable_offset,
+                    len(ongoing),
+                    ongoing[0].first_offset if ongoing else None,
+                    log.producer_state.producer_count,
                 )
             )
         properties = config.to_properties()

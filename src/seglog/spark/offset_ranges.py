@@ -9,7 +9,8 @@ Pure functions over open, read-only logs (no pyspark). An **offset range** is
   per partition: ``earliest``/-2 -> the first readable offset (the log start offset, or the
   compacted copy's first offset when ``readCompacted`` and lower), ``latest``/-1 -> the log
   end offset, a timestamp -> Kafka's ListOffsets answer (the first offset whose reported
-  timestamp is >= it, through the time index: ``Log.fetch_offset_by_timestamp``; with
+  timestamp is >= it, through the time index: ``Log.fetch_offset_by_timestamp``, at most
+  the latest offset; with
   ``readCompacted`` the published copy's records up to its horizon first:
   :func:`offset_for_timestamp`).
 * :func:`plan_ranges` pairs starts and ends and applies ``failOnDataLoss`` to starts below
@@ -94,15 +95,22 @@ def discover(manager: LogManager, strategy: Strategy, *, must_exist: bool) -> li
 
 
 def bounds_of(
-    log: Log, *, read_compacted: bool, copy_target: CopyTarget | None = None
+    log: Log,
+    *,
+    read_compacted: bool,
+    copy_target: CopyTarget | None = None,
+    read_committed: bool = False,
 ) -> PartitionBounds:
     """First readable offset and log end offset of ``log`` (see the module docstring);
-    ``copy_target``: the compacted copy is the one published there (object storage)."""
+    ``copy_target``: the compacted copy is the one published there (object storage);
+    ``read_committed``: the latest offset is the last stable offset (what a read_committed
+    Kafka consumer's end offsets answer)."""
+    latest = log.last_stable_offset if read_committed else log.log_end_offset
     if not read_compacted:
-        return PartitionBounds(log.log_start_offset, log.log_end_offset)
+        return PartitionBounds(log.log_start_offset, latest)
     view = PartitionView(log, read_compacted=True, store=copy_store_for(log, copy_target))
     try:
-        return PartitionBounds(view.first_offset, log.log_end_offset)
+        return PartitionBounds(view.first_offset, latest)
     finally:
         view.close()
 
@@ -217,7 +225,8 @@ def resolve_offsets(
                     "start at the end instead)"
                 )
             offset = bounds[tp].latest
-        out[tp] = offset
+        # read_committed: a timestamp found past the last stable offset answers the LSO
+        out[tp] = min(offset, bounds[tp].latest)
     return out
 
 
@@ -239,7 +248,8 @@ def plan_ranges(
         earliest, latest = bounds[tp].earliest, bounds[tp].latest
         if end > latest:
             raise OffsetOutOfRangeError(
-                f"{tp[0]}-{tp[1]}: ending offset {end} is above the log end offset {latest}"
+                f"{tp[0]}-{tp[1]}: ending offset {end} is above the latest offset {latest} "
+                "(the log end offset; the last stable offset under read_committed)"
             )
         if start < earliest:
             if fail_on_data_loss:

@@ -30,7 +30,9 @@ The lists (lower-cased; the documented spelling is in :data:`SPELLING`):
   its caller passes in ``extra`` (e.g. ``checkpointLocation``, which Spark hands the sink
   when it is set as an option of ``writeStream``);
 * both: every ``kafka.*`` name (client settings of a broker connection; ignored, except
-  the few the source refuses with Spark's reason, see :mod:`seglog.spark.options`).
+  the few the source refuses with Spark's reason, see :mod:`seglog.spark.options`, and
+  ``kafka.isolation.level``, which the source reads: a close misspelling of it is refused
+  with the right name rather than ignored).
 
 ``paths``, which Spark sets for ``load(dir1, dir2)``, is refused with the fix (one ``path``
 holding the directories comma-separated), as it is for ``save``.
@@ -79,6 +81,7 @@ SPELLING: dict[str, str] = {
         "checkpointLocation",
         "kafka.bootstrap.servers",
         "kafka.group.id",
+        "kafka.isolation.level",
         "compactedCopy",
         "tieredStorage",
         "remoteLogMetadata",
@@ -133,6 +136,7 @@ SOURCE_OPTIONS: frozenset[str] = frozenset(
         "tieredstorage",
         "remotelogmetadata",
         "localpath",
+        "kafka.isolation.level",
     }
     | S3_OPTIONS
 )
@@ -148,6 +152,9 @@ ACCEPTED_PREFIX = "kafka."
 
 #: Suggested for a close miss, though any ``kafka.*`` name is accepted.
 _KAFKA_SUGGESTIONS = ("kafka.bootstrap.servers", "kafka.group.id")
+#: ``kafka.*`` names seglog reads: a close miss of one of these is refused, not ignored
+#: (a misspelt ``kafka.isolation.level`` would otherwise read uncommitted data silently).
+_KAFKA_READ = ("kafka.isolation.level",)
 
 
 def spelled(key: str) -> str:
@@ -162,7 +169,15 @@ def check_option_names(options: Iterable[str], known: Iterable[str], *, what: st
     allowed = frozenset(k.lower() for k in known)
     for name in sorted(str(k) for k in options):
         key = name.lower()
-        if key in allowed or key.startswith(ACCEPTED_PREFIX):
+        if key in allowed:
+            continue
+        if key.startswith(ACCEPTED_PREFIX):
+            read = [k for k in _KAFKA_READ if k in allowed]
+            near = difflib.get_close_matches(key, read, n=1, cutoff=0.85)
+            if near:
+                raise SparkOptionError(
+                    f"unknown option {name!r} for {what}; did you mean {near[0]!r}?"
+                )
             continue
         if key == "paths" and "path" in allowed:
             raise SparkOptionError(

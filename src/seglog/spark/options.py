@@ -36,6 +36,11 @@ Options (what differs from Spark's Kafka source is marked *seglog*):
   query on the *same* DataFrame without a filter, or a union of a filtered and an
   unfiltered branch of it, reuses the narrowed plan and returns too few rows. Turn it on
   for DataFrames that are scanned once, with one set of filters.
+* ``kafka.isolation.level``: ``read_uncommitted`` (default) or ``read_committed``, the values
+  of the Kafka consumer Spark's source hands it to. ``read_committed`` reads up to each
+  partition's last stable offset (``latest`` means the LSO, as a read_committed consumer's
+  end offsets do) and leaves out the records of aborted transactions; control records are
+  never rows at either level. Another value is refused (Spark's consumer would fail too).
 * ``kafka.*``: accepted and ignored (there is no broker to talk to), except the ones Spark
   forbids (``kafka.auto.offset.reset``, ``kafka.key.deserializer``,
   ``kafka.value.deserializer``, ``kafka.enable.auto.commit``, ``kafka.interceptor.classes``),
@@ -66,6 +71,7 @@ from enum import Enum
 from pathlib import Path
 
 from seglog.config import BrokerConfig
+from seglog.core.isolation import IsolationLevel
 from seglog.errors import InvalidConfigError, SparkOptionError
 from seglog.format.properties import parse_properties
 from seglog.format.topic_names import INTERNAL_TOPICS
@@ -175,6 +181,7 @@ class SourceOptions:
     fail_on_data_loss: bool = True
     include_headers: bool = False
     read_compacted: bool = False
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED
     push_filters: bool = False
     min_partitions: int | None = None
     max_records_per_partition: int | None = None
@@ -301,6 +308,7 @@ def parse_source_options(
         fail_on_data_loss=_boolean(opts, "failondataloss", True),
         include_headers=_boolean(opts, "includeheaders", False),
         read_compacted=_boolean(opts, "readcompacted", False),
+        isolation_level=_isolation_level(opts),
         push_filters=_boolean(opts, "pushfilters", False),
         min_partitions=_positive(opts, "minpartitions", INT_MAX),
         max_records_per_partition=_positive(opts, "maxrecordsperpartition", LONG_MAX),
@@ -308,12 +316,28 @@ def parse_source_options(
         min_offsets_per_trigger=min_per_trigger,
         max_trigger_delay_ms=delay,
         starting_timestamp_strategy_latest=strategy_name == "latest",
-        ignored=tuple(sorted(k for k in opts if k.startswith("kafka."))),
+        ignored=tuple(
+            sorted(k for k in opts if k.startswith("kafka.") and k != ISOLATION_LEVEL_OPTION)
+        ),
         compacted_copy=_compacted_copy(opts),
         s3=S3Settings.from_options(opts).resolved()
         if any(is_remote(d) for d in log_dirs)
         else S3Settings(),
     )
+
+
+ISOLATION_LEVEL_OPTION = "kafka.isolation.level"
+
+
+def _isolation_level(opts: Mapping[str, str]) -> IsolationLevel:
+    """``kafka.isolation.level`` (default ``read_uncommitted``)."""
+    text = opts.get(ISOLATION_LEVEL_OPTION)
+    if text is None:
+        return IsolationLevel.READ_UNCOMMITTED
+    try:
+        return IsolationLevel.parse(text, option=ISOLATION_LEVEL_OPTION)
+    except InvalidConfigError as exc:
+        raise SparkOptionError(f"option {exc}") from exc
 
 
 def _compacted_copy(opts: Mapping[str, str]) -> CopyTarget | None:

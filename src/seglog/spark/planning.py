@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 from pyspark.sql.datasource import InputPartition
 
+from seglog.core.isolation import IsolationLevel
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager
 from seglog.spark.arrow_reader import RangeRequest
@@ -39,6 +40,7 @@ def range_partitions(options: SourceOptions, ranges: Iterable[OffsetRange]) -> l
                 end=r.end,
                 include_headers=options.include_headers,
                 read_compacted=options.read_compacted,
+                read_committed=options.isolation_level is IsolationLevel.READ_COMMITTED,
                 fail_on_data_loss=options.fail_on_data_loss,
                 copy_target=options.compacted_copy,
                 s3=options.s3,
@@ -60,7 +62,10 @@ def partition_bounds(
     logs = {tp: manager.get_log(*tp) for tp in tps}
     bounds = {
         tp: bounds_of(
-            log, read_compacted=options.read_compacted, copy_target=options.compacted_copy
+            log,
+            read_compacted=options.read_compacted,
+            copy_target=options.compacted_copy,
+            read_committed=options.isolation_level is IsolationLevel.READ_COMMITTED,
         )
         for tp, log in logs.items()
     }

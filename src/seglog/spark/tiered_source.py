@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, Filter, InputPartition
 
+from seglog.core.isolation import IsolationLevel
 from seglog.core.tiered_selection import (
     ReadPiece,
     SegmentCandidate,
@@ -109,6 +110,13 @@ def parse_tiered_options(options: Mapping[str, str]) -> TieredOptions:
                 f"option {spec.option!r}: timestamps are not supported with 'tieredStorage' "
                 "yet; give offsets"
             )
+    if source.isolation_level is not IsolationLevel.READ_UNCOMMITTED:
+        # Tiered segments carry their transaction indexes, but this reader does not apply
+        # them yet: refused rather than read aborted records under a committed name.
+        raise SparkOptionError(
+            "option 'kafka.isolation.level': read_committed is not supported with "
+            "'tieredStorage' yet; use read_uncommitted (the default)"
+        )
     return TieredOptions(
         layout,
         location,

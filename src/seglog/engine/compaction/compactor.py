@@ -56,6 +56,7 @@ from typing import Any
 
 from seglog.clock import Clock
 from seglog.core.cleaning import delete_horizon_ms
+from seglog.core.isolation import IsolationLevel
 from seglog.engine.cleaning.cleaner import (
     ChunkRules,
     Cleaner,
@@ -379,20 +380,31 @@ def iter_compacted_records(
     skip_corrupt: bool = False,
     on_skip: Callable[[SkippedRange], None] | None = None,
     store: CompactedCopyStore | None = None,
+    isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
 ) -> Iterator[ConsumedRecord]:
     """Records from ``offset`` as a read-compacted reader sees them: the published copy's
     records up to its horizon, then the log's records after it (module docstring). ``store``:
     where the copy is, the log's own ``compaction/`` directory by default.
+
+    ``isolation_level`` READ_COMMITTED ends the read at the last stable offset and leaves
+    the records of aborted transactions out of the log's part (:meth:`Log.iter_records`);
+    the copy never holds aborted records, so its part is read as it is.
 
     Damage raises ``CorruptRecordError`` naming the file and position, in the copy as in the
     log; ``skip_corrupt`` / ``on_skip`` apply to the log's part (see :meth:`Log.iter_records`:
     a damaged copy is never read past, since the copy can always be rebuilt from the log).
     """
     end = log.log_end_offset if end_offset is None else min(end_offset, log.log_end_offset)
+    if isolation_level is IsolationLevel.READ_COMMITTED:
+        end = min(end, log.last_stable_offset)
     opened = open_published(copy_store(log) if store is None else store, log)
     if opened is None:
         yield from log.iter_records(
-            max(offset, log.log_start_offset), end, skip_corrupt=skip_corrupt, on_skip=on_skip
+            max(offset, log.log_start_offset),
+            end,
+            skip_corrupt=skip_corrupt,
+            on_skip=on_skip,
+            isolation_level=isolation_level,
         )
         return
     publication, segments = opened
@@ -426,7 +438,13 @@ def iter_compacted_records(
             segment.close()
     tail_start = max(offset, publication.horizon + 1, log.log_start_offset)
     if tail_start < end:
-        yield from log.iter_records(tail_start, end, skip_corrupt=skip_corrupt, on_skip=on_skip)
+        yield from log.iter_records(
+            tail_start,
+            end,
+            skip_corrupt=skip_corrupt,
+            on_skip=on_skip,
+            isolation_level=isolation_level,
+        )
 
 
 def open_published(

@@ -30,6 +30,10 @@ kafka_log_Log_Size{topic,partition}                       K     bytes of the seg
 kafka_log_Log_NumLogSegments{topic,partition}             K     segment count
 kafka_log_Log_LogStartOffset{topic,partition}             K     log start offset
 kafka_log_Log_LogEndOffset{topic,partition}               K     log end offset
+kafka_server_ReplicaManager_ProducerIdCount               K     producer ids of all partitions
+seglog_log_producer_id_count{topic,partition}                   producer ids the partition keeps
+seglog_log_last_stable_offset{topic,partition}                  the last stable offset
+seglog_log_ongoing_transactions{topic,partition}                transactions open now
 kafka_log_LogManager_OfflineLogDirectoryCount             K     roots that are no readable dir
 kafka_log_LogManager_LogDirectoryOffline{logDirectory}    K     1 when that root is offline
 kafka_log_LogCleaner_max_buffer_utilization_percent       K     cleaner gauges (Kafka's), from
@@ -53,6 +57,13 @@ seglog_compaction_backlog_bytes{topic,partition}                bytes after the 
 seglog_compaction_last_run_<figure>{topic,partition}            the last run's figures (below)
 seglog_metrics_collection_errors                                figures that failed to read
 ========================================================  ====  ================================
+
+The producer-state gauges are Kafka's where Kafka has them:
+``kafka_cluster_Partition_LastStableOffsetLag{topic,partition}`` (K, the high watermark minus
+the LSO; too long a name for the table) is a ``kafka.cluster:type=Partition`` gauge and
+``ProducerIdCount`` a broker-wide ``kafka.server:type=ReplicaManager`` one (the sum over
+partitions); seglog adds the count per partition (what the broker's figure sums), the LSO
+itself and the open transactions, which say where a ``read_committed`` reader stops and why.
 
 The compactor's last-run figures, after Pulsar's ``pulsar_compaction_*`` (which are
 per-broker counters; seglog keeps the last run per partition): ``records_read``,
@@ -347,6 +358,9 @@ def collect_metrics(manager: LogManager) -> list[MetricFamily]:
         _seglog("retention_pending_bytes", "Bytes retention would delete now.", pending_bytes),
     ]
 
+    producers, producer_errors = _producer_families(logs)
+    families += producers
+    errors += producer_errors
     compaction, compaction_errors = _compaction_families(manager, logs)
     families += compaction
     families.append(
@@ -358,6 +372,56 @@ def collect_metrics(manager: LogManager) -> list[MetricFamily]:
         )
     )
     return families
+
+
+def _producer_families(
+    logs: Sequence[tuple[TopicPartition, Log]],
+) -> tuple[list[MetricFamily], int]:
+    """Producer state per partition (module docstring); and the partitions that failed."""
+    errors = 0
+    counts: list[Sample] = []
+    lags: list[Sample] = []
+    stable: list[Sample] = []
+    ongoing: list[Sample] = []
+    for tp, log in logs:
+        labels = _tp(tp)
+        try:
+            values = (
+                log.producer_state.producer_count,
+                log.high_watermark,
+                log.last_stable_offset,
+                len(log.ongoing_transactions()),
+            )
+        except (SeglogError, OSError):
+            errors += 1
+            continue
+        producer_count, high_watermark, lso, open_txns = values
+        counts.append(Sample(labels, float(producer_count)))
+        lags.append(Sample(labels, float(max(0, high_watermark - lso))))
+        stable.append(Sample(labels, float(lso)))
+        ongoing.append(Sample(labels, float(open_txns)))
+    families = [
+        MetricFamily(
+            kafka_metric_name("kafka.cluster", "Partition", "LastStableOffsetLag"),
+            GAUGE,
+            "The high watermark minus the last stable offset.",
+            "kafka.cluster:type=Partition,name=LastStableOffsetLag",
+            _TP_LABELS,
+            tuple(lags),
+        ),
+        MetricFamily(
+            kafka_metric_name("kafka.server", "ReplicaManager", "ProducerIdCount"),
+            GAUGE,
+            "Producer ids kept in the producer state of all partitions.",
+            "kafka.server:type=ReplicaManager,name=ProducerIdCount",
+            (),
+            (Sample((), float(sum(c.value for c in counts))),),
+        ),
+        _seglog("log_producer_id_count", "Producer ids the partition's state keeps.", counts),
+        _seglog("log_last_stable_offset", "The partition's last stable offset.", stable),
+        _seglog("log_ongoing_transactions", "Transactions open in the partition now.", ongoing),
+    ]
+    return families, errors
 
 
 def _compaction_families(

@@ -67,8 +67,15 @@ Checks and the ``kind`` each reports:
    offset range (a gap reported so is not reported again as ``offset-gap``). A writable open
    already repaired the files, so its load report is history and is not repeated.
 
+7. **Transactions** (:mod:`.verify_txns`). ``txn-marker-missing``: transactional data below
+   the last stable offset that no COMMIT or ABORT marker closes; ``aborted-data-retained``:
+   a batch of an aborted transaction below the cleaner checkpoint; ``txn-index-entry``: a
+   ``.txnindex`` entry without its ABORT marker or not matching its transaction's data;
+   ``txn-index-missing``: an ABORT marker whose transaction's data remains, with no entry.
+
 The checks live beside this module: :mod:`.verify_problems` (the kinds and the report),
-:mod:`.verify_indexes` (check 3), :mod:`.verify_keys` (check 4); this module walks the
+:mod:`.verify_indexes` (check 3), :mod:`.verify_keys` (check 4), :mod:`.verify_txns`
+(check 7); this module walks the
 segments and checks 1, 2, 5 and 6. Verify expects a quiescent log (the CLI opens the data dirs
 read-only); appends during a verify can make the log end offset check disagree.
 
@@ -90,6 +97,7 @@ from seglog.engine.inspect.verify_indexes import (
 )
 from seglog.engine.inspect.verify_keys import KeyCheck
 from seglog.engine.inspect.verify_problems import (
+    KIND_ABORTED_DATA_RETAINED,
     KIND_CORRUPT,
     KIND_CRC,
     KIND_DROPPED_SEGMENT,
@@ -105,11 +113,15 @@ from seglog.engine.inspect.verify_problems import (
     KIND_TIME_INDEX_ENTRY,
     KIND_TOMBSTONE_WITHOUT_HORIZON,
     KIND_TORN_TAIL,
+    KIND_TXN_INDEX_ENTRY,
+    KIND_TXN_INDEX_MISSING,
+    KIND_TXN_MARKER_MISSING,
     Problems,
     VerifyProblem,
     VerifyReport,
     damage_kind,
 )
+from seglog.engine.inspect.verify_txns import TxnCheck
 from seglog.engine.log import Log
 from seglog.errors import CorruptRecordError
 from seglog.format.batch import LOG_OVERHEAD, MAGIC_V2
@@ -120,6 +132,7 @@ from seglog.storage.segment import LogSegment, segment_path
 
 __all__ = [
     "CHUNK_BYTES_DEFAULT",
+    "KIND_ABORTED_DATA_RETAINED",
     "KIND_CORRUPT",
     "KIND_CRC",
     "KIND_DROPPED_SEGMENT",
@@ -135,6 +148,9 @@ __all__ = [
     "KIND_TIME_INDEX_ENTRY",
     "KIND_TOMBSTONE_WITHOUT_HORIZON",
     "KIND_TORN_TAIL",
+    "KIND_TXN_INDEX_ENTRY",
+    "KIND_TXN_INDEX_MISSING",
+    "KIND_TXN_MARKER_MISSING",
     "MAX_PROBLEMS_DEFAULT",
     "VerifyProblem",
     "VerifyReport",
@@ -200,6 +216,7 @@ class _Verifier:
             if log.config.is_compacted and cleaner_checkpoint is not None
             else None
         )
+        self.txns = TxnCheck(self.problems, cleaner_checkpoint=cleaner_checkpoint)
         self.previous_last_offset = INT64_MIN  # last offset of the previous batch read
         self.previous_epoch = -1  # the highest partitionLeaderEpoch read so far
         self.rebuilt_in_memory: set[int] = set()  # segments a read-only open recovered
@@ -255,6 +272,7 @@ class _Verifier:
                 )
         if self.keys is not None:
             self.keys.finish(segments)
+        self.txns.finish(segments, log.last_stable_offset)
         totals = self.totals
         return VerifyReport(
             log.topic_partition,
@@ -437,6 +455,7 @@ class _Verifier:
         time_index.feed(batches.base_offset, last, batches.max_timestamp)
         if self.keys is not None:
             self.keys.feed(segment, columns, batches)
+        self.txns.feed(segment, columns)
         return int(last[-1])
 
     def _check_epochs(

@@ -29,6 +29,10 @@ KIND_RECORDS_LOST = "records-lost"
 KIND_DUPLICATE_KEY = "duplicate-key"
 KIND_TOMBSTONE_WITHOUT_HORIZON = "tombstone-without-horizon"
 KIND_EXPIRED_TOMBSTONE = "expired-tombstone"
+KIND_TXN_MARKER_MISSING = "txn-marker-missing"
+KIND_ABORTED_DATA_RETAINED = "aborted-data-retained"
+KIND_TXN_INDEX_ENTRY = "txn-index-entry"
+KIND_TXN_INDEX_MISSING = "txn-index-missing"
 
 # Bytes of an entry read to tell a checksum failure from other damage.
 _V2_CRC_AT = 17
