@@ -89,12 +89,12 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
     (
         "dump-log",
         "seglog.cli.dump_log",
-        "print .log/.index/.timeindex files like Kafka's kafka-dump-log.sh",
+        "print .log/.index/.timeindex/.txnindex/.snapshot files like Kafka's kafka-dump-log.sh",
     ),
     (
         "verify",
         "seglog.cli.verify",
-        "check a topic's segments, indexes and compaction invariants (read-only)",
+        "check a topic's segments, indexes, compaction and transaction invariants (read-only)",
     ),
     (
         "report",
