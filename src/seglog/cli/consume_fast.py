@@ -5,12 +5,18 @@
 
 * each segment is read ``CHUNK_BYTES`` at a time and decoded by
   :func:`seglog.format.columnar.scan_columns` (numpy columns, no object per record);
-* ``--format json``: the key and value texts of a chunk are escaped by one orjson call per
-  column (a list of strings, cut again at the ``","`` between elements), offsets and
-  timestamps are printed by one orjson call on a numpy array, and each line is joined from
-  six pieces (the constant parts are picked per record from small tables by timestamp type
-  and null key/value) in one ``bytes.join`` per chunk. orjson and the slow path's
-  ``json.dumps(ensure_ascii=False, separators=(",", ":"))`` escape strings identically;
+* ``--format json``: the lines of a chunk are written by one compiled pass,
+  :func:`seglog.kernels.json_lines.json_lines_nb`, straight from the columns into one output
+  buffer (reused from chunk to chunk, so its pages are touched once): keys, values and
+  headers escaped as the slow path's ``json.dumps(ensure_ascii=False)`` does, bytes that are
+  not UTF-8 as ``*_base64`` fields, exactly as the slow path writes them. The buffer's filled
+  part is yielded as a memoryview, valid until the next piece is asked for (the caller writes
+  it at once). With numba disabled (``SEGLOG_DISABLE_NUMBA=1``) the lines are built without
+  it: the key and value texts of a chunk are escaped by one orjson call per column (a list
+  of strings, cut again at the ``","`` between elements), offsets and timestamps printed by
+  one orjson call on a numpy array, each line joined from six pieces in one ``bytes.join``
+  per chunk (orjson and ``json.dumps`` escape strings identically); that variant hands
+  headers and bytes that are not UTF-8 over to the slow path;
 * plain text (value, or key, separator, value): spans joined by ``bytes.join``.
 
 **Identical output, always.** Before a chunk's records are written, every check of the slow
@@ -19,7 +25,8 @@ is only the chunk's cut), v2 batches only, offsets inside the segment, above the
 batch and rising row by row, ``partitionLeaderEpoch`` never below -1 nor going down, no gap
 when gaps are damage, the log start offset not past the reader. When any check fails,
 when a malformed record raises, or when a chunk holds something the fast renderers do not
-cover (headers, bytes that are not UTF-8), the fast path hands over: it stops, and the
+cover (in JSON: headers of a record whose key and value are both null, whose section has no
+known start; in text: headers), the fast path hands over: it stops, and the
 caller reads the partition again through the slow path from the same first offset, dropping
 the records already written (counted). The slow path then writes the rest, and reports the
 damage exactly as it always does (same message, same point in the output). Records written
@@ -35,11 +42,13 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from seglog import kernels
 from seglog.engine.log import Log
 from seglog.errors import CorruptRecordError
 from seglog.format.batch import MAGIC_V2
 from seglog.format.columnar import RecordColumns, scan_columns
 from seglog.format.reader import EndKind
+from seglog.kernels.json_lines_py import STATUS_OK, capacity
 
 CHUNK_BYTES = 8 * 1024 * 1024
 _NO_EPOCH = -1
@@ -56,6 +65,8 @@ class FastState:
     previous_last: int | None = None
     max_epoch: int = _NO_EPOCH
     pieces: list[bytes] = field(default_factory=list)
+    # The JSON kernel's output buffer, reused from chunk to chunk (grown when too small).
+    buffer: npt.NDArray[np.uint8] = field(default_factory=lambda: np.empty(0, dtype=np.uint8))
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,9 +85,12 @@ class FastRequest:
     null_literal: bytes = b"null"
 
 
-def fast_lines(log: Log, request: FastRequest, state: FastState) -> Iterator[bytes]:
+def fast_lines(
+    log: Log, request: FastRequest, state: FastState
+) -> Iterator[bytes | memoryview]:
     """The output bytes of ``request``, chunk by chunk (module docstring); sets
-    ``state.handed_over`` and stops when the slow path must take over."""
+    ``state.handed_over`` and stops when the slow path must take over. A piece may be a view
+    of a buffer the next piece overwrites: write it before asking for the next."""
     if request.first >= request.end or request.limit == 0:
         return
     segments = log.segments
@@ -205,11 +219,17 @@ def _selected_rows(columns: RecordColumns, request: FastRequest, state: FastStat
 
 def _render(
     columns: RecordColumns, data: bytes, request: FastRequest, state: FastState
-) -> bytes | None:
+) -> bytes | memoryview | None:
     """The chunk's output, or None when it holds what only the slow path renders."""
     rows = _selected_rows(columns, request, state)
     if rows.stop <= rows.start:
         return b""
+    piece: bytes | memoryview | None
+    if request.kind == "json" and kernels.numba_enabled():
+        piece = _json_kernel(columns, rows, request, state)
+        if piece is not None:
+            state.records += rows.stop - rows.start
+        return piece
     if (columns.header_count[rows] != 0).any():
         return None
     raw = data if columns.is_zero_copy else columns.data.tobytes()
@@ -227,6 +247,50 @@ def _render(
     if piece is not None:
         state.records += rows.stop - rows.start
     return piece
+
+
+def _json_head(request: FastRequest) -> bytes:
+    """``{"topic":T,"partition":P,"offset":``, the start of every line of the partition."""
+    return b'{"topic":%s,"partition":%d,"offset":' % (
+        orjson.dumps(request.topic),
+        request.partition,
+    )
+
+
+def _json_kernel(
+    columns: RecordColumns, rows: slice, request: FastRequest, state: FastState
+) -> memoryview | None:
+    """JSON lines of ``rows`` by the compiled kernel, as a view of ``state.buffer``."""
+    from seglog.kernels.json_lines import json_lines_nb
+
+    head = np.frombuffer(_json_head(request), dtype=np.uint8)
+    key_length = columns.key_length[rows]
+    value_length = columns.value_length[rows]
+    header_count = columns.header_count[rows]
+    needed = capacity(len(head), key_length, value_length, header_count, len(columns.data))
+    if len(state.buffer) < needed:
+        state.buffer = np.empty(max(needed, 2 * len(state.buffer)), dtype=np.uint8)
+    batch_index = columns.batch_index[rows]
+    log_append = columns.batches.is_log_append_time[batch_index]
+    timestamps = columns.timestamp[rows]
+    if log_append.any():
+        timestamps = np.where(log_append, columns.batches.max_timestamp[batch_index], timestamps)
+    status, written = json_lines_nb(
+        columns.data,
+        head,
+        columns.offset[rows],
+        timestamps,
+        log_append,
+        columns.key_position[rows],
+        key_length,
+        columns.value_position[rows],
+        value_length,
+        header_count,
+        state.buffer,
+    )
+    if status != STATUS_OK:
+        return None
+    return memoryview(state.buffer)[:written]
 
 
 def _span_texts(
@@ -291,10 +355,7 @@ def _json(columns: RecordColumns, rows: slice, raw: bytes, request: FastRequest)
     timestamps = columns.timestamp[rows]
     if log_append.any():
         timestamps = np.where(log_append, columns.batches.max_timestamp[batch_index], timestamps)
-    head = b'{"topic":%s,"partition":%d,"offset":' % (
-        orjson.dumps(request.topic),
-        request.partition,
-    )
+    head = _json_head(request)
     key_null = (key_length < 0).astype(np.int64)
     value_null = (value_length < 0).astype(np.int64)
     kinds = log_append.astype(np.int64)
