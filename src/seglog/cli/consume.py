@@ -100,17 +100,17 @@ from seglog.cli.consume_options import (
     resolve_output,
     resolve_topic,
 )
-from seglog.engine.compaction.compactor import copy_store, iter_compacted_records
-from seglog.engine.compaction.partition_reader import open_partition_log
 from seglog.engine.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
-from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
 from seglog.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicError
 from seglog.format.batch import MAGIC_V2
 from seglog.format.reader import BatchReader, EndKind
 from seglog.format.topic_names import validate_topic_name
 
+# The compacted copy's reader (--read-compacted) and the one-partition opener (--follow) are
+# imported where they are used: most reads need neither, and every import is start-up time.
 if TYPE_CHECKING:
     from seglog.cli.common import Subparsers
+    from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
 
 FETCH_MAX_BYTES = 1024 * 1024  # bytes read at a time (the first batch comes whole if larger)
 #: ``auto`` (default): the fast path for partitions holding at least FAST_PATH_MIN_BYTES;
@@ -164,7 +164,11 @@ def start_offset(
     if timestamp is not None:
         found = log.fetch_offset_by_timestamp(timestamp)
         return log.log_end_offset if found is None else found.offset
-    has_copy = read_compacted and copy_store(log).published() is not None
+    has_copy = False
+    if read_compacted:
+        from seglog.engine.compaction.compactor import copy_store
+
+        has_copy = copy_store(log).published() is not None
     if offset == "earliest" and has_copy:
         return 0
     if offset in ("earliest", "latest"):
@@ -229,6 +233,8 @@ def read_compacted_partition(
     log after it."""
     if limit == 0:
         return
+    from seglog.engine.compaction.compactor import iter_compacted_records
+
     count = 0
     scan = scan or ScanOptions()
     records = iter_compacted_records(
@@ -377,6 +383,8 @@ def _consume(args: argparse.Namespace, offset: str | int, reading: _Reading) -> 
 
 def _follow(args: argparse.Namespace, reading: _Reading, positions: dict[int, int]) -> None:
     """Poll the partitions for records appended after ``positions`` (module docstring)."""
+    from seglog.engine.compaction.partition_reader import open_partition_log
+
     broker = broker_config(args)
     timeout = None if args.timeout_ms is None else args.timeout_ms / 1000
     last_data = time.monotonic()

@@ -35,7 +35,8 @@ by the fast path were all before the hand-over point, so the output is the slow 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,8 +66,17 @@ class FastState:
     previous_last: int | None = None
     max_epoch: int = _NO_EPOCH
     pieces: list[bytes] = field(default_factory=list)
-    # The JSON kernel's output buffer, reused from chunk to chunk (grown when too small).
-    buffer: npt.NDArray[np.uint8] = field(default_factory=lambda: np.empty(0, dtype=np.uint8))
+    # The JSON kernel's two output buffers, used in turn (one is written out while the
+    # kernel fills the other), each reused from chunk to chunk and grown when too small.
+    buffers: tuple[_Buffer, _Buffer] = field(default_factory=lambda: (_Buffer(), _Buffer()))
+    turn: int = 0
+
+
+@dataclass(slots=True)
+class _Buffer:
+    """An output buffer of the JSON kernel."""
+
+    array: npt.NDArray[np.uint8] = field(default_factory=lambda: np.empty(0, dtype=np.uint8))
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,12 +95,78 @@ class FastRequest:
     null_literal: bytes = b"null"
 
 
-def fast_lines(
-    log: Log, request: FastRequest, state: FastState
-) -> Iterator[bytes | memoryview]:
+def fast_lines(log: Log, request: FastRequest, state: FastState) -> Iterator[bytes | memoryview]:
     """The output bytes of ``request``, chunk by chunk (module docstring); sets
-    ``state.handed_over`` and stops when the slow path must take over. A piece may be a view
-    of a buffer the next piece overwrites: write it before asking for the next."""
+    ``state.handed_over`` and stops when the slow path must take over.
+
+    ``state.records`` counts the records of the pieces yielded so far. A piece may be a view
+    of a buffer the piece after next overwrites: write it before asking for the next. JSON
+    chunks are rendered by the kernel in a thread (it releases the GIL), one chunk ahead: the
+    caller writes chunk N while chunk N + 1 is scanned and rendered.
+    """
+    pending: _Job | None = None
+    for columns, data in _checked_chunks(log, request, state):
+        job = _start_render(columns, data, request, state)
+        if pending is not None:
+            piece = pending.wait()
+            if piece is None:
+                job.wait()
+                state.handed_over = True
+                return
+            state.records += pending.rows
+            if piece:
+                yield piece
+        pending = job
+        if state.limit_reached:
+            break
+    if pending is not None:
+        piece = pending.wait()
+        if piece is None:
+            state.handed_over = True
+            return
+        state.records += pending.rows
+        if piece:
+            yield piece
+
+
+class _Job:
+    """One chunk's rendering: done already, or running in a thread."""
+
+    def __init__(self, rows: int, piece: bytes | memoryview | None = None) -> None:
+        self.rows = rows
+        self._piece = piece
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._render: Callable[[], bytes | memoryview | None] | None = None
+
+    def run_in_thread(self, render: Callable[[], bytes | memoryview | None]) -> _Job:
+        """Start ``render`` in a daemon thread; :meth:`wait` gives its result."""
+        self._render = render
+        self._thread = threading.Thread(target=self._run, name="consume-json", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        assert self._render is not None
+        try:
+            self._piece = self._render()
+        except BaseException as exc:  # handed to the waiting thread by wait()
+            self._error = exc
+
+    def wait(self) -> bytes | memoryview | None:
+        """The piece (None: the slow path must take over); re-raises the thread's error."""
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._piece
+
+
+def _checked_chunks(
+    log: Log, request: FastRequest, state: FastState
+) -> Iterator[tuple[RecordColumns, bytes]]:
+    """The chunks of ``request`` that passed every check, in order; sets
+    ``state.handed_over`` and stops at the first that did not."""
     if request.first >= request.end or request.limit == 0:
         return
     segments = log.segments
@@ -132,12 +208,7 @@ def fast_lines(
             ):
                 state.handed_over = True
                 return
-            piece = _render(columns, data, request, state)
-            if piece is None:
-                state.handed_over = True
-                return
-            if piece:
-                yield piece
+            yield columns, data
             last = int(columns.batches.last_offset[-1])
             cursor = max(cursor, last + 1)
             if state.limit_reached:
@@ -217,36 +288,33 @@ def _selected_rows(columns: RecordColumns, request: FastRequest, state: FastStat
     return slice(low, high)
 
 
-def _render(
+def _start_render(
     columns: RecordColumns, data: bytes, request: FastRequest, state: FastState
-) -> bytes | memoryview | None:
-    """The chunk's output, or None when it holds what only the slow path renders."""
+) -> _Job:
+    """Start rendering the chunk's selected rows (the piece is None when the chunk holds what
+    only the slow path renders)."""
     rows = _selected_rows(columns, request, state)
-    if rows.stop <= rows.start:
-        return b""
-    piece: bytes | memoryview | None
+    count = rows.stop - rows.start
+    if count <= 0:
+        return _Job(0, b"")
     if request.kind == "json" and kernels.numba_enabled():
-        piece = _json_kernel(columns, rows, request, state)
-        if piece is not None:
-            state.records += rows.stop - rows.start
-        return piece
+        buffer = state.buffers[state.turn]
+        state.turn ^= 1
+        return _Job(count).run_in_thread(lambda: _json_kernel(columns, rows, request, buffer))
     if (columns.header_count[rows] != 0).any():
-        return None
+        return _Job(count, None)
     raw = data if columns.is_zero_copy else columns.data.tobytes()
     if request.kind == "json":
-        piece = _json(columns, rows, raw, request)
-    else:
-        piece = _text(
-            raw,
-            columns.key_position[rows].tolist(),
-            columns.key_length[rows].tolist(),
-            columns.value_position[rows].tolist(),
-            columns.value_length[rows].tolist(),
-            request,
-        )
-    if piece is not None:
-        state.records += rows.stop - rows.start
-    return piece
+        return _Job(count, _json(columns, rows, raw, request))
+    piece = _text(
+        raw,
+        columns.key_position[rows].tolist(),
+        columns.key_length[rows].tolist(),
+        columns.value_position[rows].tolist(),
+        columns.value_length[rows].tolist(),
+        request,
+    )
+    return _Job(count, piece)
 
 
 def _json_head(request: FastRequest) -> bytes:
@@ -258,9 +326,9 @@ def _json_head(request: FastRequest) -> bytes:
 
 
 def _json_kernel(
-    columns: RecordColumns, rows: slice, request: FastRequest, state: FastState
+    columns: RecordColumns, rows: slice, request: FastRequest, buffer: _Buffer
 ) -> memoryview | None:
-    """JSON lines of ``rows`` by the compiled kernel, as a view of ``state.buffer``."""
+    """JSON lines of ``rows`` by the compiled kernel, as a view of ``buffer``'s array."""
     from seglog.kernels.json_lines import json_lines_nb
 
     head = np.frombuffer(_json_head(request), dtype=np.uint8)
@@ -268,8 +336,8 @@ def _json_kernel(
     value_length = columns.value_length[rows]
     header_count = columns.header_count[rows]
     needed = capacity(len(head), key_length, value_length, header_count, len(columns.data))
-    if len(state.buffer) < needed:
-        state.buffer = np.empty(max(needed, 2 * len(state.buffer)), dtype=np.uint8)
+    if len(buffer.array) < needed:
+        buffer.array = np.empty(max(needed, 2 * len(buffer.array)), dtype=np.uint8)
     batch_index = columns.batch_index[rows]
     log_append = columns.batches.is_log_append_time[batch_index]
     timestamps = columns.timestamp[rows]
@@ -286,11 +354,11 @@ def _json_kernel(
         columns.value_position[rows],
         value_length,
         header_count,
-        state.buffer,
+        buffer.array,
     )
     if status != STATUS_OK:
         return None
-    return memoryview(state.buffer)[:written]
+    return buffer.array[:written].data
 
 
 def _span_texts(

@@ -147,8 +147,7 @@ def _headers(pairs: Pairs) -> bytes:
         None not in keys
         and len(set(keys)) == len(keys)
         and all(
-            text is not None or value is None
-            for text, (_, value) in zip(texts, pairs, strict=True)
+            text is not None or value is None for text, (_, value) in zip(texts, pairs, strict=True)
         )
     )
     if plain:
@@ -205,7 +204,7 @@ def json_lines_py(
         )
         if len(out) - at < need:
             return STATUS_OUT_FULL, row
-        line = b"%s%d,\"timestamp\":%d%s%s%s%s" % (
+        line = b'%s%d,"timestamp":%d%s%s%s%s' % (
             prefix,
             int(offset[row]),
             int(timestamp[row]),
