@@ -61,6 +61,7 @@ class FastState:
 
     records: int = 0
     handed_over: bool = False
+    selected: int = 0  # records of the chunks started (``records`` + the one in flight)
     limit_reached: bool = False
     # The scan's running checks across chunks.
     previous_last: int | None = None
@@ -281,7 +282,7 @@ def _selected_rows(columns: RecordColumns, request: FastRequest, state: FastStat
     low = int(np.searchsorted(offsets, request.first, side="left"))
     high = int(np.searchsorted(offsets, request.end, side="left"))
     if request.limit is not None:
-        room = request.limit - state.records
+        room = request.limit - state.selected
         if high - low >= room:
             high = low + room
             state.limit_reached = True
@@ -297,6 +298,7 @@ def _start_render(
     count = rows.stop - rows.start
     if count <= 0:
         return _Job(0, b"")
+    state.selected += count
     if request.kind == "json" and kernels.numba_enabled():
         buffer = state.buffers[state.turn]
         state.turn ^= 1
