@@ -1,6 +1,8 @@
 """Benchmark: ``seglog consume --format json`` as a process, beside its two floors.
 
-Goal (issue 18): ``consume --format json`` >= 500,000 records/s for 100-byte values.
+Goals (issue 18): ``consume --format json`` >= 500,000 records/s for 100-byte values, as a
+process, start-up included; a small ``consume`` (one record) <= 0.35 s of wall time;
+``seglog --version`` <= 0.15 s.
 
 **Workload.** One topic of 1 partition, ``--records`` records (default 500,000; ``--quick``:
 20,000): 16-byte keys and 100-byte JSON-like values from ``bench.common.generate_records``,
@@ -25,7 +27,8 @@ warm-up round, then ``--repeat`` rounds; medians [min..max] of wall seconds):
    ``SEGLOG_CONSUME_PATH=slow`` (record by record, ``json.dumps``), the path before the
    columnar one.
 
-Also reported: the wall time of a small consume (the one-record topic).
+Also reported: the wall time of a small consume (the one-record topic) and of ``seglog
+--version`` (interpreter start and the command table only).
 
 Run: ``.venv/bin/python -m bench.bench_cli_consume [--records N] [--repeat 3] [--workdir
 DIR] [--skip-slow] [--quick]``. Results go to ``bench/results/cli_consume-*.json``.
@@ -66,6 +69,9 @@ SLOW = "slow path (process)"
 DECODE = "decode floor (columnar scan, in-process)"
 OUTPUT = "output floor (one write)"
 SMALL_RUN = "small consume (1 record, process)"
+VERSION = "seglog --version (process)"
+SMALL_GOAL_S = 0.35
+VERSION_GOAL_S = 0.15
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -114,6 +120,17 @@ def consume(data: Path, topic: str, out: Path, path: str = "auto") -> None:
         )
 
 
+def version() -> None:
+    """``seglog --version`` in a fresh interpreter."""
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    subprocess.run(
+        [sys.executable, "-m", "seglog.cli", "--version"],
+        stdout=subprocess.DEVNULL,
+        env=env,
+        check=True,
+    )
+
+
 def decode_floor(data: Path) -> int:
     """Read and decode every segment of ``TOPIC`` into columns; the record count."""
     from seglog.format.columnar import scan_columns
@@ -150,6 +167,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
         contenders = {
             FAST: lambda: consume(data, TOPIC, fast_out),
             SMALL_RUN: lambda: consume(data, SMALL, small_out),
+            VERSION: version,
             DECODE: lambda: decode_floor(data),
             OUTPUT: write_once,
         }
@@ -165,6 +183,8 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "walls": {name: vars(spread) for name, spread in walls.items()},
             "reading_only_s": vars(Spread.of(reading)),
             "goal_records_per_s": GOAL,
+            "goal_small_s": SMALL_GOAL_S,
+            "goal_version_s": VERSION_GOAL_S,
             "machine": machine_info(),
             "source": source_state(("src/seglog/cli", "src/seglog/format", "src/seglog/kernels")),
             "repeat": args.repeat,
@@ -190,7 +210,7 @@ def report(payload: dict[str, Any]) -> str:
     ]
     for name, spread in rows:
         rate = spread.rate(records)
-        if name == SMALL_RUN:
+        if name in (SMALL_RUN, VERSION):
             lines.append(
                 f"| {name} | {spread.median:.3f} [{spread.min:.3f}..{spread.max:.3f}] | - | - |"
             )
@@ -200,6 +220,18 @@ def report(payload: dict[str, Any]) -> str:
             f"| {rate.median:,.0f} [{rate.min:,.0f}..{rate.max:,.0f}] "
             f"| {fast / spread.median:.2f}x |"
         )
+    rate = records / fast
+    small = Spread(**walls[SMALL_RUN]).median
+    shown = Spread(**walls[VERSION]).median
+    lines += [
+        "",
+        f"consume --format json: {rate:,.0f} records/s, goal {GOAL:,}: "
+        f"{'met' if rate >= GOAL else 'not met'}",
+        f"small consume: {small:.3f} s, goal {SMALL_GOAL_S} s: "
+        f"{'met' if small <= SMALL_GOAL_S else 'not met'}",
+        f"seglog --version: {shown:.3f} s, goal {VERSION_GOAL_S} s: "
+        f"{'met' if shown <= VERSION_GOAL_S else 'not met'}",
+    ]
     return "\n".join(lines)
 
 
