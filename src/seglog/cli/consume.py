@@ -65,7 +65,8 @@ head -1``) the command stops quietly with status 0, as reading less than everyth
 the pipeline asked for; the count line still goes to stderr.
 
 Large reads of ``--format json`` and of the plain text layout take a fast path (whole chunks
-decoded into columns, encoded in one call) that writes exactly the same bytes.
+decoded into columns; JSON lines written by one compiled pass, the first run on a machine
+compiling it once) that writes exactly the same bytes.
 
 Damage never shortens the output silently: a corrupt or torn batch, offsets out of place, a
 partition leader epoch going down, or (in a topic never compacted, whose configs are known)

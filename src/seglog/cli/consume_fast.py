@@ -7,28 +7,29 @@
   :func:`seglog.format.columnar.scan_columns` (numpy columns, no object per record);
 * ``--format json``: the lines of a chunk are written by one compiled pass,
   :func:`seglog.kernels.json_lines.json_lines_nb`, straight from the columns into one output
-  buffer (reused from chunk to chunk, so its pages are touched once): keys, values and
-  headers escaped as the slow path's ``json.dumps(ensure_ascii=False)`` does, bytes that are
-  not UTF-8 as ``*_base64`` fields, exactly as the slow path writes them. The buffer's filled
-  part is yielded as a memoryview, valid until the next piece is asked for (the caller writes
-  it at once). With numba disabled (``SEGLOG_DISABLE_NUMBA=1``) the lines are built without
-  it: the key and value texts of a chunk are escaped by one orjson call per column (a list
-  of strings, cut again at the ``","`` between elements), offsets and timestamps printed by
-  one orjson call on a numpy array, each line joined from six pieces in one ``bytes.join``
-  per chunk (orjson and ``json.dumps`` escape strings identically); that variant hands
-  headers and bytes that are not UTF-8 over to the slow path;
+  buffer: keys, values and headers escaped as the slow path's ``json.dumps(ensure_ascii=
+  False)`` does, bytes that are not UTF-8 (and repeated header keys) as the slow path's
+  ``*_base64`` fields. The kernel releases the GIL and runs in a thread one chunk ahead:
+  while it renders chunk N, the caller writes chunk N - 1 and the next chunk is read and
+  scanned. Two output buffers are used in turn, each reused from chunk to chunk (its pages
+  are touched once), and a piece is yielded as a view of one, valid until the piece after
+  it has been asked for (the caller writes it at once). With numba disabled
+  (``SEGLOG_DISABLE_NUMBA=1``) orjson builds the lines instead
+  (:mod:`seglog.cli.consume_fast_orjson`), handing headers and bytes that are not UTF-8 over
+  to the slow path;
 * plain text (value, or key, separator, value): spans joined by ``bytes.join``.
 
 **Identical output, always.** Before a chunk's records are written, every check of the slow
 path's record scan is redone on the whole chunk, vectorised: a clean end (or a torn tail that
 is only the chunk's cut), v2 batches only, offsets inside the segment, above the previous
 batch and rising row by row, ``partitionLeaderEpoch`` never below -1 nor going down, no gap
-when gaps are damage, the log start offset not past the reader. When any check fails,
-when a malformed record raises, or when a chunk holds something the fast renderers do not
-cover (in JSON: headers of a record whose key and value are both null, whose section has no
-known start; in text: headers), the fast path hands over: it stops, and the
-caller reads the partition again through the slow path from the same first offset, dropping
-the records already written (counted). The slow path then writes the rest, and reports the
+when gaps are damage, the log start offset not past the reader. When any check fails, when a
+malformed record raises, or when a chunk holds something the fast renderers do not cover (in
+JSON: headers on a record whose key and value are both null, which the kernel cannot locate;
+in text: headers), the fast path hands over: it stops, and the caller reads the partition
+again through the slow path from the same first offset, dropping the records already written
+(counted; the chunk in flight is written first when it came before the hand-over point, never
+when its own rendering handed over). The slow path then writes the rest, and reports the
 damage exactly as it always does (same message, same point in the output). Records written
 by the fast path were all before the hand-over point, so the output is the slow path's.
 """
@@ -44,6 +45,7 @@ import numpy.typing as npt
 import orjson
 
 from seglog import kernels
+from seglog.cli.consume_fast_orjson import orjson_lines
 from seglog.engine.log import Log
 from seglog.errors import CorruptRecordError
 from seglog.format.batch import MAGIC_V2
@@ -307,7 +309,7 @@ def _start_render(
         return _Job(count, None)
     raw = data if columns.is_zero_copy else columns.data.tobytes()
     if request.kind == "json":
-        return _Job(count, _json(columns, rows, raw, request))
+        return _Job(count, orjson_lines(columns, rows, raw, _json_head(request)))
     piece = _text(
         raw,
         columns.key_position[rows].tolist(),
@@ -361,108 +363,6 @@ def _json_kernel(
     if status != STATUS_OK:
         return None
     return buffer.array[:written].data
-
-
-def _span_texts(
-    raw: bytes,
-    latin: str,
-    high: npt.NDArray[np.int64],
-    position: npt.NDArray[np.int64],
-    length: npt.NDArray[np.int32],
-) -> list[str] | None:
-    """Each span as text ("" for a null), or None when a span is not UTF-8.
-
-    ``latin`` is the chunk decoded as Latin-1 (one character per byte, so byte positions are
-    character positions) and ``high`` the sorted positions of its bytes >= 0x80: a span
-    without one is ASCII, and its Latin-1 slice is its UTF-8 text; the others are decoded as
-    UTF-8 one by one.
-    """
-    valid = length >= 0
-    starts = np.where(valid, position, 0)
-    ends = starts + np.maximum(length, 0)
-    texts = [latin[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
-    if len(high):
-        not_ascii = np.searchsorted(high, ends) != np.searchsorted(high, starts)
-        for row in np.flatnonzero(not_ascii).tolist():
-            start = int(starts[row])
-            try:
-                texts[row] = raw[start : int(ends[row])].decode()
-            except UnicodeDecodeError:
-                return None
-    return texts
-
-
-def _escaped(texts: list[str]) -> list[bytes]:
-    """Each text as the inside of a JSON string: one orjson call on the list, cut at the
-    ``","`` between elements (inside a JSON string every ``"`` is escaped, so a ``"`` that
-    follows a ``,`` is always structural)."""
-    return orjson.dumps(texts)[2:-2].split(b'","')
-
-
-def _numbers(
-    head: bytes, offsets: npt.NDArray[np.int64], timestamps: npt.NDArray[np.int64], tail: bytes
-) -> list[bytes]:
-    """``HEAD N,"timestamp":T TAIL`` per record, from one orjson call, two replaces and a
-    split (orjson never writes a 0 byte: control characters are escaped)."""
-    pairs = np.column_stack((offsets, timestamps))
-    body = orjson.dumps(pairs, option=orjson.OPT_SERIALIZE_NUMPY)[2:-2]
-    body = body.replace(b",", b',"timestamp":').replace(b'],"timestamp":[', tail + b"\x00" + head)
-    return (head + body + tail).split(b"\x00")
-
-
-def _json(columns: RecordColumns, rows: slice, raw: bytes, request: FastRequest) -> bytes | None:
-    """JSON lines (module docstring): the same bytes as ``json_record_line`` per record."""
-    key_length = columns.key_length[rows]
-    value_length = columns.value_length[rows]
-    latin = raw.decode("latin-1")
-    high = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) >= 0x80)
-    keys = _span_texts(raw, latin, high, columns.key_position[rows], key_length)
-    values = _span_texts(raw, latin, high, columns.value_position[rows], value_length)
-    if keys is None or values is None:
-        return None
-    batch_index = columns.batch_index[rows]
-    log_append = columns.batches.is_log_append_time[batch_index]
-    timestamps = columns.timestamp[rows]
-    if log_append.any():
-        timestamps = np.where(log_append, columns.batches.max_timestamp[batch_index], timestamps)
-    head = _json_head(request)
-    key_null = (key_length < 0).astype(np.int64)
-    value_null = (value_length < 0).astype(np.int64)
-    kinds = log_append.astype(np.int64)
-    count = len(keys)
-    parts: list[bytes] = [b""] * (6 * count)
-    parts[0::6] = _numbers(head, columns.offset[rows], timestamps, b"")
-    parts[1::6] = _KEY_OPENINGS[kinds * 2 + key_null].tolist()
-    parts[2::6] = _escaped(keys)
-    parts[3::6] = _VALUE_OPENINGS[key_null * 2 + value_null].tolist()
-    parts[4::6] = _escaped(values)
-    parts[5::6] = _CLOSINGS[value_null].tolist()
-    return b"".join(parts)
-
-
-def _object_table(items: list[bytes]) -> npt.NDArray[np.object_]:
-    table = np.empty(len(items), dtype=object)
-    table[:] = items
-    return table
-
-
-# Index: timestamp type (0 CreateTime, 1 LogAppendTime) * 2 + key is null.
-_KEY_OPENINGS = _object_table(
-    [
-        b',"timestampType":"%s","key":%s' % (kind, opening)
-        for kind in (b"CreateTime", b"LogAppendTime")
-        for opening in (b'"', b"null")
-    ]
-)
-# Index: key is null * 2 + value is null.
-_VALUE_OPENINGS = _object_table(
-    [
-        b'%s,"value":%s' % (closing, opening)
-        for closing in (b'"', b"")
-        for opening in (b'"', b"null")
-    ]
-)
-_CLOSINGS = _object_table([b'","headers":{}}\n', b',"headers":{}}\n'])
 
 
 def _text(
