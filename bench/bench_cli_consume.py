@@ -38,12 +38,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,23 @@ SMALL_RUN = "small consume (1 record, process)"
 VERSION = "seglog --version (process)"
 SMALL_GOAL_S = 0.35
 VERSION_GOAL_S = 0.15
+
+
+def child_cpu_s() -> float:
+    """User + system CPU seconds of every finished child process so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def with_cpu(samples: list[float], run: Callable[[], None]) -> Callable[[], None]:
+    """``run``, appending the CPU seconds of the child processes it ran to ``samples``."""
+
+    def timed() -> None:
+        before = child_cpu_s()
+        run()
+        samples.append(child_cpu_s() - before)
+
+    return timed
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -164,17 +182,20 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
             finally:
                 os.close(fd)
 
-        contenders = {
-            FAST: lambda: consume(data, TOPIC, fast_out),
-            SMALL_RUN: lambda: consume(data, SMALL, small_out),
-            VERSION: version,
+        cpu: dict[str, list[float]] = {FAST: [], SMALL_RUN: [], VERSION: [], SLOW: []}
+        contenders: dict[str, Callable[[], object]] = {
+            FAST: with_cpu(cpu[FAST], lambda: consume(data, TOPIC, fast_out)),
+            SMALL_RUN: with_cpu(cpu[SMALL_RUN], lambda: consume(data, SMALL, small_out)),
+            VERSION: with_cpu(cpu[VERSION], version),
             DECODE: lambda: decode_floor(data),
             OUTPUT: write_once,
         }
         if not args.skip_slow:
-            contenders[SLOW] = lambda: consume(data, TOPIC, slow_out, "slow")
+            contenders[SLOW] = with_cpu(cpu[SLOW], lambda: consume(data, TOPIC, slow_out, "slow"))
         samples = measure_interleaved(contenders, repeat=args.repeat, min_sample_s=0.0, max_calls=1)
         walls = {name: Spread.of(s.wall_s) for name, s in samples.items()}
+        # The first call of each is the untimed warm-up round's.
+        cpus = {name: vars(Spread.of(values[1:])) for name, values in cpu.items() if values[1:]}
         startup = walls[SMALL_RUN].median
         reading = [w - startup for w in samples[FAST].wall_s]
         return {
@@ -182,6 +203,7 @@ def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
             "workload": {**built, "value_bytes": VALUE_BYTES, "output_bytes": len(expected)},
             "walls": {name: vars(spread) for name, spread in walls.items()},
             "reading_only_s": vars(Spread.of(reading)),
+            "process_cpu_s": cpus,
             "goal_records_per_s": GOAL,
             "goal_small_s": SMALL_GOAL_S,
             "goal_version_s": VERSION_GOAL_S,
@@ -205,18 +227,22 @@ def report(payload: dict[str, Any]) -> str:
         f"({payload['workload']['log_bytes'] / 1e6:.1f} MB of log, "
         f"{payload['workload']['output_bytes'] / 1e6:.1f} MB of JSON)",
         "",
-        "| contender | wall s | records/s | vs consume process |",
-        "|---|---|---|---|",
+        "| contender | wall s | process CPU s (user+sys) | records/s | vs consume process |",
+        "|---|---|---|---|---|",
     ]
+    cpus = payload.get("process_cpu_s", {})
     for name, spread in rows:
         rate = spread.rate(records)
+        wall = f"{spread.median:.3f} [{spread.min:.3f}..{spread.max:.3f}]"
+        cpu = "-"
+        if name in cpus:
+            used = Spread(**cpus[name])
+            cpu = f"{used.median:.3f} [{used.min:.3f}..{used.max:.3f}]"
         if name in (SMALL_RUN, VERSION):
-            lines.append(
-                f"| {name} | {spread.median:.3f} [{spread.min:.3f}..{spread.max:.3f}] | - | - |"
-            )
+            lines.append(f"| {name} | {wall} | {cpu} | - | - |")
             continue
         lines.append(
-            f"| {name} | {spread.median:.3f} [{spread.min:.3f}..{spread.max:.3f}] "
+            f"| {name} | {wall} | {cpu} "
             f"| {rate.median:,.0f} [{rate.min:,.0f}..{rate.max:,.0f}] "
             f"| {fast / spread.median:.2f}x |"
         )

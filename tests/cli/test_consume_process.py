@@ -185,3 +185,15 @@ def test_fast_path_in_a_process_head_and_ctrl_c(segmented: Path) -> None:
     assert whole.stdout.startswith(first + rest)
     lines = err.decode().strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Processed a total of "), err
+
+
+def test_main_asks_openblas_for_one_thread_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    """seglog never calls BLAS: its thread pool is start-up time only (about 50 ms)."""
+    from seglog.cli.main import BLAS_THREADS_ENV, main
+
+    monkeypatch.delenv(BLAS_THREADS_ENV, raising=False)
+    assert main(["--version"]) == 0
+    assert os.environ[BLAS_THREADS_ENV] == "1"
+    monkeypatch.setenv(BLAS_THREADS_ENV, "3")
+    assert main(["--version"]) == 0
+    assert os.environ[BLAS_THREADS_ENV] == "3"

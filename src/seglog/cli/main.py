@@ -44,6 +44,11 @@ EXIT_USAGE = 2
 
 Handler = Callable[[argparse.Namespace], int]
 
+#: seglog never calls BLAS, but OpenBLAS starts a thread pool when numpy is first imported,
+#: which costs about 50 ms of start-up (more on a busy machine): :func:`main` asks for one
+#: thread unless the environment already says otherwise (processes it starts inherit it).
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
+
 #: Every command: name, module providing ``register(subparsers)``, one-line help; in the
 #: order ``seglog --help`` lists them. ``seglog.spark.cli`` belongs to another layer and is
 #: only named here (``seglog.cli`` never imports ``seglog.spark``; see docs/architecture.md).
@@ -196,6 +201,7 @@ def _exit_status(code: object) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``seglog`` command with ``argv`` (default: ``sys.argv[1:]``); return the status."""
+    os.environ.setdefault(BLAS_THREADS_ENV, "1")  # before any command imports numpy
     parser = build_parser(lazy=True)
     try:
         args = parser.parse_args(argv)
