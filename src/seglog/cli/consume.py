@@ -148,7 +148,8 @@ def register(subparsers: Subparsers) -> None:
         help="read on past damaged bytes, reporting each skipped range on stderr (default: "
         "stop with an error naming the file, position and offset)",
     )
-    parser.set_defaults(handler=run)
+    # Read-only, stdout flushed by run(): nothing to do at exit but tear down (main.py).
+    parser.set_defaults(handler=run, exit_at_once=True)
 
 
 # --- reading ----------------------------------------------------------------------------------
