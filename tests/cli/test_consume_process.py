@@ -197,3 +197,24 @@ def test_main_asks_openblas_for_one_thread_unless_told(monkeypatch: pytest.Monke
     monkeypatch.setenv(BLAS_THREADS_ENV, "3")
     assert main(["--version"]) == 0
     assert os.environ[BLAS_THREADS_ENV] == "3"
+
+
+def test_output_to_a_file_is_complete_after_the_quick_exit(topic: Path, tmp_path: Path) -> None:
+    """consume ends with os._exit once its output is flushed: a file gets every byte."""
+    for fmt in ("text", "json"):
+        target = tmp_path / f"out.{fmt}"
+        with target.open("wb") as sink:
+            done = subprocess.run(
+                command(topic, "consume", "t", "--format", fmt),
+                stdout=sink,
+                stderr=subprocess.PIPE,
+                env=env(),
+                timeout=WAIT_S,
+                check=False,
+            )
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == b"Processed a total of 20000 messages\n"
+        lines = target.read_bytes().splitlines()
+        assert len(lines) == 20_000
+        last = b"value-19999" if fmt == "text" else b'"value":"value-19999"'
+        assert last in lines[-1]
