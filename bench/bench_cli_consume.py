@@ -14,8 +14,11 @@ warm-up round, then ``--repeat`` rounds; medians [min..max] of wall seconds):
 
 1. *seglog consume --format json (process)*: ``python -m seglog.cli --data-dir D consume T
    --format json`` with stdout to a file, as a user runs it: interpreter start, imports,
-   opening the directory, reading, encoding, writing. Its output is checked once against the
-   slow path's (``SEGLOG_CONSUME_PATH=slow``) byte for byte.
+   opening the directory, reading, encoding, writing. The timed processes run from cached
+   bytecode with buffered stdout, as an installed ``seglog`` does (:func:`user_env`: a
+   session's ``PYTHONDONTWRITEBYTECODE``/``PYTHONUNBUFFERED`` are removed for them). Its
+   output is checked once against the slow path's (``SEGLOG_CONSUME_PATH=slow``) byte for
+   byte.
 2. *same, reading only (process - startup)*: contender 1 minus the median wall time of the
    same command on a topic with one record (startup, imports and the open), i.e. what the
    records themselves cost.
@@ -28,7 +31,9 @@ warm-up round, then ``--repeat`` rounds; medians [min..max] of wall seconds):
    columnar one.
 
 Also reported: the wall time of a small consume (the one-record topic) and of ``seglog
---version`` (interpreter start and the command table only).
+--version`` (interpreter start and the command table only), and for every process its CPU
+seconds (user + system, from the children's rusage), which other jobs on a shared machine
+disturb less than wall time.
 
 Run: ``.venv/bin/python -m bench.bench_cli_consume [--records N] [--repeat 3] [--workdir
 DIR] [--skip-slow] [--quick]``. Results go to ``bench/results/cli_consume-*.json``.
@@ -73,6 +78,21 @@ SMALL_RUN = "small consume (1 record, process)"
 VERSION = "seglog --version (process)"
 SMALL_GOAL_S = 0.35
 VERSION_GOAL_S = 0.15
+
+
+#: Settings of a developer's or CI session that a user's shell does not have: they make every
+#: start compile each module from source (no ``.pyc``) and stdout unbuffered.
+SESSION_ONLY_ENV = ("PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED")
+
+
+def user_env() -> dict[str, str]:
+    """The environment of the timed processes: this one, with ``src`` on the path and without
+    ``SESSION_ONLY_ENV``, so modules run from cached bytecode (as an installed package does:
+    pip compiles it at install; here the warm-up round writes the ``.pyc`` files) and stdout
+    is buffered, as when a user runs ``seglog``."""
+    env = {k: v for k, v in os.environ.items() if k not in SESSION_ONLY_ENV}
+    env["PYTHONPATH"] = str(REPO / "src")
+    return env
 
 
 def child_cpu_s() -> float:
@@ -126,7 +146,7 @@ def build_log(data: Path, records: int) -> dict[str, Any]:
 
 def consume(data: Path, topic: str, out: Path, path: str = "auto") -> None:
     """``seglog consume TOPIC --format json > out`` in a fresh interpreter."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "SEGLOG_CONSUME_PATH": path}
+    env = {**user_env(), "SEGLOG_CONSUME_PATH": path}
     command = [sys.executable, "-m", "seglog.cli", "--data-dir", str(data)]
     with out.open("wb") as sink:
         subprocess.run(
@@ -140,7 +160,7 @@ def consume(data: Path, topic: str, out: Path, path: str = "auto") -> None:
 
 def version() -> None:
     """``seglog --version`` in a fresh interpreter."""
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    env = user_env()
     subprocess.run(
         [sys.executable, "-m", "seglog.cli", "--version"],
         stdout=subprocess.DEVNULL,
