@@ -195,3 +195,37 @@ def test_orjson_escapes_every_code_point_as_json_dumps() -> None:
     text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
     slow = json.dumps([text, {"k": text}], separators=(",", ":"), ensure_ascii=False)
     assert orjson.dumps([text, {"k": text}]) == slow.encode()
+
+
+@pytest.mark.parametrize("numba", ["on", "off"])
+def test_many_chunks_limits_and_damage_in_a_later_chunk(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, numba: str
+) -> None:
+    """Small chunks: the JSON kernel runs a chunk ahead in its thread (two buffers in turn),
+    and a limit, a start offset or damage in a later chunk still gives the slow path's bytes
+    (the pieces before the hand-over are written, nothing after). With numba off the JSON
+    lines are built by orjson instead, which hands headers and bytes that are not UTF-8 over."""
+    from seglog.cli import consume_fast
+
+    monkeypatch.setattr(consume_fast, "CHUNK_BYTES", 700)
+    if numba == "off":
+        monkeypatch.setenv("SEGLOG_DISABLE_NUMBA", "1")
+    with_headers = Record(0, 5, b"k", b"v", (Header("h", b"x"), Header("h", None)))
+    batches = [encode_batch(records(PLAIN)) for _ in range(12)]
+    batches[7] = encode_batch([with_headers, *records(PLAIN)[1:]])
+    assert all(len(batch) < 700 < 2 * len(batch) for batch in batches)  # a batch per chunk
+    write_batches(cli.data_dir, batches, {})
+    rendered: list[int] = []
+    kernel = consume_fast._json_kernel
+    monkeypatch.setattr(consume_fast, "_json_kernel", lambda *a: rendered.append(1) or kernel(*a))
+    for extra in ((), ("--max-records", "45"), ("--partition", "0", "--offset", "33")):
+        result = both(cli, monkeypatch, "consume", "t", "--format", "json", *extra)
+        assert result.status == 0
+    assert len(rendered) == (0 if numba == "off" else 12 + 5 + 9)  # chunks by the kernel
+    segment = next((cli.data_dir / "t-0").glob("*.log"))
+    data = bytearray(segment.read_bytes())
+    data[sum(len(batch) for batch in batches[:10]) - 5] ^= 0xFF  # the tenth batch's CRC fails
+    segment.write_bytes(bytes(data))
+    damaged = both(cli, monkeypatch, "consume", "t", "--format", "json")
+    assert damaged.status == 1
+    assert damaged.out_bytes.count(b"\n") == 9 * len(PLAIN)

@@ -114,3 +114,107 @@ def test_follow_ends_after_timeout_without_new_records(topic: Path) -> None:
     assert done.returncode == 0
     assert len(done.stdout.splitlines()) == 20_000
     assert done.stderr == b"Processed a total of 20000 messages\n"
+
+
+@pytest.fixture
+def segmented(tmp_path: Path) -> Path:
+    """20,000 records in segments of 64 KiB: the fast path reads them in many chunks."""
+    data = tmp_path / "segmented"
+    created = seglog(data, "topics", "create", "t", "--config", "segment.bytes=65536")
+    assert created.returncode == 0, created.stderr
+    lines = b"".join(b'value-%d \xc3\xa9 "q"\n' % i for i in range(20_000))
+    assert seglog(data, "produce", "t", stdin=lines).returncode == 0
+    assert len(list((data / "t-0").glob("*.log"))) > 4
+    return data
+
+
+def fast_env() -> dict[str, str]:
+    return {**env(), "SEGLOG_CONSUME_PATH": "fast"}
+
+
+def test_fast_path_in_a_process_head_and_ctrl_c(segmented: Path) -> None:
+    """The JSON kernel's thread runs a chunk ahead: a closed pipe still ends with status 0,
+    and Ctrl-C while stdout is full still prints the count and exits 130, with stdout a
+    prefix of the whole output."""
+    whole = subprocess.run(
+        command(segmented, "consume", "t", "--format", "json"),
+        capture_output=True,
+        env=fast_env(),
+        timeout=WAIT_S,
+        check=False,
+    )
+    assert whole.returncode == 0, whole.stderr
+    assert len(whole.stdout.splitlines()) == 20_000
+    slow = subprocess.run(
+        command(segmented, "consume", "t", "--format", "json"),
+        capture_output=True,
+        env={**env(), "SEGLOG_CONSUME_PATH": "slow"},
+        timeout=WAIT_S,
+        check=False,
+    )
+    assert slow.stdout == whole.stdout
+    script = "set -o pipefail; " + shlex.join(
+        command(segmented, "consume", "t", "--format", "json")
+    )
+    done = subprocess.run(
+        ["bash", "-c", script + " | head -1"],
+        capture_output=True,
+        env=fast_env(),
+        timeout=WAIT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == whole.stdout.splitlines(keepends=True)[0]
+    assert b"Traceback" not in done.stderr
+    process = subprocess.Popen(
+        command(segmented, "consume", "t", "--format", "json"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=fast_env(),
+        bufsize=0,  # unbuffered: communicate() below reads what readline() left
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()  # the process now blocks on a full pipe
+        process.send_signal(signal.SIGINT)
+        rest, err = process.communicate(timeout=WAIT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 130
+    assert whole.stdout.startswith(first + rest)
+    lines = err.decode().strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Processed a total of "), err
+
+
+def test_main_asks_openblas_for_one_thread_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    """seglog never calls BLAS: its thread pool is start-up time only (about 50 ms)."""
+    from seglog.cli.main import BLAS_THREADS_ENV, main
+
+    monkeypatch.delenv(BLAS_THREADS_ENV, raising=False)
+    assert main(["--version"]) == 0
+    assert os.environ[BLAS_THREADS_ENV] == "1"
+    monkeypatch.setenv(BLAS_THREADS_ENV, "3")
+    assert main(["--version"]) == 0
+    assert os.environ[BLAS_THREADS_ENV] == "3"
+
+
+def test_output_to_a_file_is_complete_after_the_quick_exit(topic: Path, tmp_path: Path) -> None:
+    """consume ends with os._exit once its output is flushed: a file gets every byte."""
+    for fmt in ("text", "json"):
+        target = tmp_path / f"out.{fmt}"
+        with target.open("wb") as sink:
+            done = subprocess.run(
+                command(topic, "consume", "t", "--format", fmt),
+                stdout=sink,
+                stderr=subprocess.PIPE,
+                env=env(),
+                timeout=WAIT_S,
+                check=False,
+            )
+        assert done.returncode == 0, done.stderr
+        assert done.stderr == b"Processed a total of 20000 messages\n"
+        lines = target.read_bytes().splitlines()
+        assert len(lines) == 20_000
+        last = b"value-19999" if fmt == "text" else b'"value":"value-19999"'
+        assert last in lines[-1]

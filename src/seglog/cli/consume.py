@@ -66,7 +66,8 @@ head -1``) the command stops quietly with status 0, as reading less than everyth
 the pipeline asked for; the count line still goes to stderr.
 
 Large reads of ``--format json`` and of the plain text layout take a fast path (whole chunks
-decoded into columns, encoded in one call) that writes exactly the same bytes.
+decoded into columns; JSON lines written by one compiled pass, the first run on a machine
+compiling it once) that writes exactly the same bytes.
 
 Damage never shortens the output silently: a corrupt or torn batch, offsets out of place, a
 partition leader epoch going down, or (in a topic never compacted, whose configs are known)
@@ -101,17 +102,16 @@ from seglog.cli.consume_options import (
     resolve_output,
     resolve_topic,
 )
-from seglog.core.aborted_batches import AbortedIntervals
 from seglog.core.isolation import IsolationLevel
-from seglog.engine.compaction.compactor import copy_store, iter_compacted_records
-from seglog.engine.compaction.partition_reader import open_partition_log
 from seglog.engine.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log
-from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
 from seglog.errors import InvalidConfigError, OffsetOutOfRangeError, UnknownTopicError
 from seglog.format.topic_names import validate_topic_name
 
+# The compacted copy's reader (--read-compacted) and the one-partition opener (--follow) are
+# imported where they are used: most reads need neither, and every import is start-up time.
 if TYPE_CHECKING:
     from seglog.cli.common import Subparsers
+    from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
 
 FETCH_MAX_BYTES = 1024 * 1024  # bytes read at a time (the first batch comes whole if larger)
 #: ``auto`` (default): the fast path for partitions holding at least FAST_PATH_MIN_BYTES;
@@ -147,7 +147,8 @@ def register(subparsers: Subparsers) -> None:
         help="read on past damaged bytes, reporting each skipped range on stderr (default: "
         "stop with an error naming the file, position and offset)",
     )
-    parser.set_defaults(handler=run)
+    # Read-only, stdout flushed by run(): nothing to do at exit but tear down (main.py).
+    parser.set_defaults(handler=run, exit_at_once=True)
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -164,7 +165,11 @@ def start_offset(
     if timestamp is not None:
         found = log.fetch_offset_by_timestamp(timestamp)
         return log.log_end_offset if found is None else found.offset
-    has_copy = read_compacted and copy_store(log).published() is not None
+    has_copy = False
+    if read_compacted:
+        from seglog.engine.compaction.compactor import copy_store
+
+        has_copy = copy_store(log).published() is not None
     if offset == "earliest" and has_copy:
         return 0
     if offset in ("earliest", "latest"):
@@ -231,6 +236,8 @@ def read_compacted_partition(
     log after it."""
     if limit == 0:
         return
+    from seglog.engine.compaction.compactor import iter_compacted_records
+
     count = 0
     scan = scan or ScanOptions()
     records = iter_compacted_records(
@@ -385,6 +392,8 @@ def _consume(args: argparse.Namespace, offset: str | int, reading: _Reading) -> 
 
 def _follow(args: argparse.Namespace, reading: _Reading, positions: dict[int, int]) -> None:
     """Poll the partitions for records appended after ``positions`` (module docstring)."""
+    from seglog.engine.compaction.partition_reader import open_partition_log
+
     broker = broker_config(args)
     timeout = None if args.timeout_ms is None else args.timeout_ms / 1000
     last_data = time.monotonic()
@@ -415,6 +424,7 @@ def read_range(reading: _Reading, log: Log, partition: int, first: int, end: int
     skip = 0
     if _use_fast_path(reading, log):
         from seglog.cli.consume_fast import FastRequest, FastState, fast_lines
+        from seglog.core.aborted_batches import AbortedIntervals
 
         layout = reading.output.layout
         request = FastRequest(

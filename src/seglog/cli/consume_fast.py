@@ -5,12 +5,18 @@
 
 * each segment is read ``CHUNK_BYTES`` at a time and decoded by
   :func:`seglog.format.columnar.scan_columns` (numpy columns, no object per record);
-* ``--format json``: the key and value texts of a chunk are escaped by one orjson call per
-  column (a list of strings, cut again at the ``","`` between elements), offsets and
-  timestamps are printed by one orjson call on a numpy array, and each line is joined from
-  six pieces (the constant parts are picked per record from small tables by timestamp type
-  and null key/value) in one ``bytes.join`` per chunk. orjson and the slow path's
-  ``json.dumps(ensure_ascii=False, separators=(",", ":"))`` escape strings identically;
+* ``--format json``: the lines of a chunk are written by one compiled pass,
+  :func:`seglog.kernels.json_lines.json_lines_nb`, straight from the columns into one output
+  buffer: keys, values and headers escaped as the slow path's ``json.dumps(ensure_ascii=
+  False)`` does, bytes that are not UTF-8 (and repeated header keys) as the slow path's
+  ``*_base64`` fields. The kernel releases the GIL and runs in a thread one chunk ahead:
+  while it renders chunk N, the caller writes chunk N - 1 and the next chunk is read and
+  scanned. Two output buffers are used in turn, each reused from chunk to chunk (its pages
+  are touched once), and a piece is yielded as a view of one, valid until the piece after
+  it has been asked for (the caller writes it at once). With numba disabled
+  (``SEGLOG_DISABLE_NUMBA=1``) orjson builds the lines instead
+  (:mod:`seglog.cli.consume_fast_orjson`), handing headers and bytes that are not UTF-8 over
+  to the slow path;
 * plain text (value, or key, separator, value): spans joined by ``bytes.join``;
 * ``read_committed``: the caller ends the range at the last stable offset and passes the
   range's aborted transactions; each chunk's aborted batches lose their records before the
@@ -21,30 +27,36 @@
 path's record scan is redone on the whole chunk, vectorised: a clean end (or a torn tail that
 is only the chunk's cut), v2 batches only, offsets inside the segment, above the previous
 batch and rising row by row, ``partitionLeaderEpoch`` never below -1 nor going down, no gap
-when gaps are damage, the log start offset not past the reader. When any check fails,
-when a malformed record raises, or when a chunk holds something the fast renderers do not
-cover (headers, bytes that are not UTF-8), the fast path hands over: it stops, and the
-caller reads the partition again through the slow path from the same first offset, dropping
-the records already written (counted). The slow path then writes the rest, and reports the
+when gaps are damage, the log start offset not past the reader. When any check fails, when a
+malformed record raises, or when a chunk holds something the fast renderers do not cover (in
+JSON: headers on a record whose key and value are both null, which the kernel cannot locate;
+in text: headers), the fast path hands over: it stops, and the caller reads the partition
+again through the slow path from the same first offset, dropping the records already written
+(counted; the chunk in flight is written first when it came before the hand-over point, never
+when its own rendering handed over). The slow path then writes the rest, and reports the
 damage exactly as it always does (same message, same point in the output). Records written
 by the fast path were all before the hand-over point, so the output is the slow path's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 import orjson
 
+from seglog import kernels
+from seglog.cli.consume_fast_orjson import orjson_lines
 from seglog.core.aborted_batches import AbortedIntervals
 from seglog.engine.log import Log
 from seglog.errors import CorruptRecordError
 from seglog.format.batch import MAGIC_V2
 from seglog.format.columnar import RecordColumns, scan_columns
 from seglog.format.reader import EndKind
+from seglog.kernels.json_lines_py import STATUS_OK, capacity
 
 CHUNK_BYTES = 8 * 1024 * 1024
 _NO_EPOCH = -1
@@ -56,11 +68,23 @@ class FastState:
 
     records: int = 0
     handed_over: bool = False
+    selected: int = 0  # records of the chunks started (``records`` + the one in flight)
     limit_reached: bool = False
     # The scan's running checks across chunks.
     previous_last: int | None = None
     max_epoch: int = _NO_EPOCH
     pieces: list[bytes] = field(default_factory=list)
+    # The JSON kernel's two output buffers, used in turn (one is written out while the
+    # kernel fills the other), each reused from chunk to chunk and grown when too small.
+    buffers: tuple[_Buffer, _Buffer] = field(default_factory=lambda: (_Buffer(), _Buffer()))
+    turn: int = 0
+
+
+@dataclass(slots=True)
+class _Buffer:
+    """An output buffer of the JSON kernel."""
+
+    array: npt.NDArray[np.uint8] = field(default_factory=lambda: np.empty(0, dtype=np.uint8))
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +104,78 @@ class FastRequest:
     aborted: AbortedIntervals | None = None  # read_committed: the records to leave out
 
 
-def fast_lines(log: Log, request: FastRequest, state: FastState) -> Iterator[bytes]:
+def fast_lines(log: Log, request: FastRequest, state: FastState) -> Iterator[bytes | memoryview]:
     """The output bytes of ``request``, chunk by chunk (module docstring); sets
-    ``state.handed_over`` and stops when the slow path must take over."""
+    ``state.handed_over`` and stops when the slow path must take over.
+
+    ``state.records`` counts the records of the pieces yielded so far. A piece may be a view
+    of a buffer the piece after next overwrites: write it before asking for the next. JSON
+    chunks are rendered by the kernel in a thread (it releases the GIL), one chunk ahead: the
+    caller writes chunk N while chunk N + 1 is scanned and rendered.
+    """
+    pending: _Job | None = None
+    for columns, data in _checked_chunks(log, request, state):
+        job = _start_render(columns, data, request, state)
+        if pending is not None:
+            piece = pending.wait()
+            if piece is None:
+                job.wait()
+                state.handed_over = True
+                return
+            state.records += pending.rows
+            if piece:
+                yield piece
+        pending = job
+        if state.limit_reached:
+            break
+    if pending is not None:
+        piece = pending.wait()
+        if piece is None:
+            state.handed_over = True
+            return
+        state.records += pending.rows
+        if piece:
+            yield piece
+
+
+class _Job:
+    """One chunk's rendering: done already, or running in a thread."""
+
+    def __init__(self, rows: int, piece: bytes | memoryview | None = None) -> None:
+        self.rows = rows
+        self._piece = piece
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._render: Callable[[], bytes | memoryview | None] | None = None
+
+    def run_in_thread(self, render: Callable[[], bytes | memoryview | None]) -> _Job:
+        """Start ``render`` in a daemon thread; :meth:`wait` gives its result."""
+        self._render = render
+        self._thread = threading.Thread(target=self._run, name="consume-json", daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        assert self._render is not None
+        try:
+            self._piece = self._render()
+        except BaseException as exc:  # handed to the waiting thread by wait()
+            self._error = exc
+
+    def wait(self) -> bytes | memoryview | None:
+        """The piece (None: the slow path must take over); re-raises the thread's error."""
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._piece
+
+
+def _checked_chunks(
+    log: Log, request: FastRequest, state: FastState
+) -> Iterator[tuple[RecordColumns, bytes]]:
+    """The chunks of ``request`` that passed every check, in order; sets
+    ``state.handed_over`` and stops at the first that did not."""
     if request.first >= request.end or request.limit == 0:
         return
     segments = log.segments
@@ -126,12 +219,7 @@ def fast_lines(log: Log, request: FastRequest, state: FastState) -> Iterator[byt
             ):
                 state.handed_over = True
                 return
-            piece = _render(columns, data, request, state)
-            if piece is None:
-                state.handed_over = True
-                return
-            if piece:
-                yield piece
+            yield columns, data
             last = int(columns.batches.last_offset[-1])
             cursor = max(cursor, last + 1)
             if state.limit_reached:
@@ -204,142 +292,85 @@ def _selected_rows(columns: RecordColumns, request: FastRequest, state: FastStat
     low = int(np.searchsorted(offsets, request.first, side="left"))
     high = int(np.searchsorted(offsets, request.end, side="left"))
     if request.limit is not None:
-        room = request.limit - state.records
+        room = request.limit - state.selected
         if high - low >= room:
             high = low + room
             state.limit_reached = True
     return slice(low, high)
 
 
-def _render(
+def _start_render(
     columns: RecordColumns, data: bytes, request: FastRequest, state: FastState
-) -> bytes | None:
-    """The chunk's output, or None when it holds what only the slow path renders."""
+) -> _Job:
+    """Start rendering the chunk's selected rows (the piece is None when the chunk holds what
+    only the slow path renders)."""
     rows = _selected_rows(columns, request, state)
-    if rows.stop <= rows.start:
-        return b""
+    count = rows.stop - rows.start
+    if count <= 0:
+        return _Job(0, b"")
+    state.selected += count
+    if request.kind == "json" and kernels.numba_enabled():
+        buffer = state.buffers[state.turn]
+        state.turn ^= 1
+        return _Job(count).run_in_thread(lambda: _json_kernel(columns, rows, request, buffer))
     if (columns.header_count[rows] != 0).any():
-        return None
+        return _Job(count, None)
     raw = data if columns.is_zero_copy else columns.data.tobytes()
     if request.kind == "json":
-        piece = _json(columns, rows, raw, request)
-    else:
-        piece = _text(
-            raw,
-            columns.key_position[rows].tolist(),
-            columns.key_length[rows].tolist(),
-            columns.value_position[rows].tolist(),
-            columns.value_length[rows].tolist(),
-            request,
-        )
-    if piece is not None:
-        state.records += rows.stop - rows.start
-    return piece
+        return _Job(count, orjson_lines(columns, rows, raw, _json_head(request)))
+    piece = _text(
+        raw,
+        columns.key_position[rows].tolist(),
+        columns.key_length[rows].tolist(),
+        columns.value_position[rows].tolist(),
+        columns.value_length[rows].tolist(),
+        request,
+    )
+    return _Job(count, piece)
 
 
-def _span_texts(
-    raw: bytes,
-    latin: str,
-    high: npt.NDArray[np.int64],
-    position: npt.NDArray[np.int64],
-    length: npt.NDArray[np.int32],
-) -> list[str] | None:
-    """Each span as text ("" for a null), or None when a span is not UTF-8.
-
-    ``latin`` is the chunk decoded as Latin-1 (one character per byte, so byte positions are
-    character positions) and ``high`` the sorted positions of its bytes >= 0x80: a span
-    without one is ASCII, and its Latin-1 slice is its UTF-8 text; the others are decoded as
-    UTF-8 one by one.
-    """
-    valid = length >= 0
-    starts = np.where(valid, position, 0)
-    ends = starts + np.maximum(length, 0)
-    texts = [latin[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
-    if len(high):
-        not_ascii = np.searchsorted(high, ends) != np.searchsorted(high, starts)
-        for row in np.flatnonzero(not_ascii).tolist():
-            start = int(starts[row])
-            try:
-                texts[row] = raw[start : int(ends[row])].decode()
-            except UnicodeDecodeError:
-                return None
-    return texts
+def _json_head(request: FastRequest) -> bytes:
+    """``{"topic":T,"partition":P,"offset":``, the start of every line of the partition."""
+    return b'{"topic":%s,"partition":%d,"offset":' % (
+        orjson.dumps(request.topic),
+        request.partition,
+    )
 
 
-def _escaped(texts: list[str]) -> list[bytes]:
-    """Each text as the inside of a JSON string: one orjson call on the list, cut at the
-    ``","`` between elements (inside a JSON string every ``"`` is escaped, so a ``"`` that
-    follows a ``,`` is always structural)."""
-    return orjson.dumps(texts)[2:-2].split(b'","')
+def _json_kernel(
+    columns: RecordColumns, rows: slice, request: FastRequest, buffer: _Buffer
+) -> memoryview | None:
+    """JSON lines of ``rows`` by the compiled kernel, as a view of ``buffer``'s array."""
+    from seglog.kernels.json_lines import json_lines_nb
 
-
-def _numbers(
-    head: bytes, offsets: npt.NDArray[np.int64], timestamps: npt.NDArray[np.int64], tail: bytes
-) -> list[bytes]:
-    """``HEAD N,"timestamp":T TAIL`` per record, from one orjson call, two replaces and a
-    split (orjson never writes a 0 byte: control characters are escaped)."""
-    pairs = np.column_stack((offsets, timestamps))
-    body = orjson.dumps(pairs, option=orjson.OPT_SERIALIZE_NUMPY)[2:-2]
-    body = body.replace(b",", b',"timestamp":').replace(b'],"timestamp":[', tail + b"\x00" + head)
-    return (head + body + tail).split(b"\x00")
-
-
-def _json(columns: RecordColumns, rows: slice, raw: bytes, request: FastRequest) -> bytes | None:
-    """JSON lines (module docstring): the same bytes as ``json_record_line`` per record."""
+    head = np.frombuffer(_json_head(request), dtype=np.uint8)
     key_length = columns.key_length[rows]
     value_length = columns.value_length[rows]
-    latin = raw.decode("latin-1")
-    high = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) >= 0x80)
-    keys = _span_texts(raw, latin, high, columns.key_position[rows], key_length)
-    values = _span_texts(raw, latin, high, columns.value_position[rows], value_length)
-    if keys is None or values is None:
-        return None
+    header_count = columns.header_count[rows]
+    needed = capacity(len(head), key_length, value_length, header_count, len(columns.data))
+    if len(buffer.array) < needed:
+        buffer.array = np.empty(max(needed, 2 * len(buffer.array)), dtype=np.uint8)
     batch_index = columns.batch_index[rows]
     log_append = columns.batches.is_log_append_time[batch_index]
     timestamps = columns.timestamp[rows]
     if log_append.any():
         timestamps = np.where(log_append, columns.batches.max_timestamp[batch_index], timestamps)
-    head = b'{"topic":%s,"partition":%d,"offset":' % (
-        orjson.dumps(request.topic),
-        request.partition,
+    status, written = json_lines_nb(
+        columns.data,
+        head,
+        columns.offset[rows],
+        timestamps,
+        log_append,
+        columns.key_position[rows],
+        key_length,
+        columns.value_position[rows],
+        value_length,
+        header_count,
+        buffer.array,
     )
-    key_null = (key_length < 0).astype(np.int64)
-    value_null = (value_length < 0).astype(np.int64)
-    kinds = log_append.astype(np.int64)
-    count = len(keys)
-    parts: list[bytes] = [b""] * (6 * count)
-    parts[0::6] = _numbers(head, columns.offset[rows], timestamps, b"")
-    parts[1::6] = _KEY_OPENINGS[kinds * 2 + key_null].tolist()
-    parts[2::6] = _escaped(keys)
-    parts[3::6] = _VALUE_OPENINGS[key_null * 2 + value_null].tolist()
-    parts[4::6] = _escaped(values)
-    parts[5::6] = _CLOSINGS[value_null].tolist()
-    return b"".join(parts)
-
-
-def _object_table(items: list[bytes]) -> npt.NDArray[np.object_]:
-    table = np.empty(len(items), dtype=object)
-    table[:] = items
-    return table
-
-
-# Index: timestamp type (0 CreateTime, 1 LogAppendTime) * 2 + key is null.
-_KEY_OPENINGS = _object_table(
-    [
-        b',"timestampType":"%s","key":%s' % (kind, opening)
-        for kind in (b"CreateTime", b"LogAppendTime")
-        for opening in (b'"', b"null")
-    ]
-)
-# Index: key is null * 2 + value is null.
-_VALUE_OPENINGS = _object_table(
-    [
-        b'%s,"value":%s' % (closing, opening)
-        for closing in (b'"', b"")
-        for opening in (b'"', b"null")
-    ]
-)
-_CLOSINGS = _object_table([b'","headers":{}}\n', b',"headers":{}}\n'])
+    if status != STATUS_OK:
+        return None
+    return buffer.array[:written].data
 
 
 def _text(

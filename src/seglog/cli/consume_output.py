@@ -31,14 +31,16 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from seglog.cli.common import json_line
-from seglog.engine.log.record_scan import ConsumedRecord
 from seglog.format.records import Header, TimestampType
 
+if TYPE_CHECKING:  # the engine is loaded by the command, not by its parser
+    from seglog.engine.log.record_scan import ConsumedRecord
+
 #: What renders one record: ``(topic, partition, record) -> bytes``.
-Renderer = Callable[[str, int, ConsumedRecord], bytes]
+Renderer = Callable[[str, int, "ConsumedRecord"], bytes]
 
 TRUE_FALSE_PROPERTIES = (
     "print.timestamp",

@@ -26,14 +26,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from seglog.engine.log.record_scan import ConsumedRecord
 from seglog.errors import InvalidConfigError
+
+if TYPE_CHECKING:  # the engine is loaded by the command, not by its parser
+    from seglog.engine.log.record_scan import ConsumedRecord
 
 NULL_TEXT = b"NULL"
 
 #: A rendered piece of one record.
-Piece = Callable[[str, int, ConsumedRecord], bytes]
+Piece = Callable[[str, int, "ConsumedRecord"], bytes]
 
 _HEX = "0123456789abcdefABCDEF"
 _OCTAL = "01234567"

@@ -44,6 +44,17 @@ EXIT_USAGE = 2
 
 Handler = Callable[[argparse.Namespace], int]
 
+#: seglog never calls BLAS, but OpenBLAS starts a thread pool when numpy is first imported,
+#: which costs about 50 ms of start-up (more on a busy machine): :func:`main` asks for one
+#: thread unless the environment already says otherwise (processes it starts inherit it).
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
+
+#: A command whose parser sets this default to True, run as a process (``main()`` without
+#: ``argv``), ends with ``os._exit`` once it returned and its output is flushed: tearing
+#: down numba and thousands of modules takes 0.1-0.4 s after the work is done. Only for
+#: commands with nothing left to do at exit (no open files, no atexit work): ``consume``.
+EXIT_AT_ONCE = "exit_at_once"
+
 #: Every command: name, module providing ``register(subparsers)``, one-line help; in the
 #: order ``seglog --help`` lists them. ``seglog.spark.cli`` belongs to another layer and is
 #: only named here (``seglog.cli`` never imports ``seglog.spark``; see docs/architecture.md).
@@ -196,6 +207,7 @@ def _exit_status(code: object) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``seglog`` command with ``argv`` (default: ``sys.argv[1:]``); return the status."""
+    os.environ.setdefault(BLAS_THREADS_ENV, "1")  # before any command imports numpy
     parser = build_parser(lazy=True)
     try:
         args = parser.parse_args(argv)
@@ -207,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print_error("a command is required")
         return EXIT_USAGE
     try:
-        return handler(args)
+        status = handler(args)
     except BrokenPipeError:
         # The reader went away (``seglog dump-log x | head``): stop quietly, and make sure the
         # interpreter's final flush of stdout does not raise again.
@@ -218,6 +230,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_FAILURE
     except KeyboardInterrupt:
         return 130
+    if argv is None and getattr(args, EXIT_AT_ONCE, False):
+        _exit_at_once(status)
+    return status
+
+
+def _exit_at_once(status: int) -> None:
+    """End the process now with ``status``, once stdout and stderr are flushed: skip the
+    interpreter's teardown (see ``EXIT_AT_ONCE``). Returns when a flush fails."""
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(status)
 
 
 def _silence_stdout() -> None:
