@@ -49,7 +49,9 @@ import numpy as np
 import numpy.typing as npt
 
 #: ``control_type`` of a batch that is not a control batch, or a control batch with no record.
-NO_CONTROL_RECORD = -1
+NO_CONTROL_RECORD = -2
+#: ``control_type`` of a control record whose key Kafka cannot parse (kept, never a marker).
+CONTROL_TYPE_UNKNOWN = -1
 CONTROL_TYPE_ABORT = 0
 CONTROL_TYPE_COMMIT = 1
 

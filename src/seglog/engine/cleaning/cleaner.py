@@ -3,14 +3,14 @@
 A round, given a :class:`~seglog.core.cleaning.LogToClean` chosen by the cleaner manager:
 
 0. **Pre-pass** over every segment's batch headers (:mod:`.header_pass`: the frame walk over
-   a read-only map; records are not decoded): a log holding transactional batches or control
-   records is refused with :class:`TransactionalDataError` before anything is written (seglog has no
-   transaction-aware cleaning yet, and cleaning such data without it would resurrect aborted
-   records); legacy v0/v1 entries likewise (:class:`LegacyFormatError`). The same pass finds
-   each idempotent producer's last data batch, which Kafka never removes (only empties) while
-   the producer is active (``producer.id.expiration.ms``).
-1. **Build the offset map** over ``[first_dirty_offset, first_uncleanable_offset)``: every
-   keyed record at or above the first dirty offset is put (key hash -> offset). When the map
+   a read-only map; records are not decoded): a log holding legacy v0/v1 entries is refused
+   with :class:`LegacyFormatError` before anything is written. The same pass finds every
+   producer's last entry, which Kafka never removes (only empties) while the producer is
+   active (``producer.id.expiration.ms``).
+1. **Build the offset map** over ``[first_dirty_offset, first_uncleanable_offset)`` (which
+   never passes the last stable offset: the cleaner manager bounds it): every keyed record at
+   or above the first dirty offset is put (key hash -> offset), except the records of control
+   batches and of aborted transactions (``.txnindex``). When the map
    reaches its limit the build stops *before* the next keyed put; the round then covers only
    up to the last offset put (``end_offset = latest_offset + 1``), the next round goes on
    from there (partial cleaning). A fully read segment moves ``latest_offset`` to its end.
@@ -20,7 +20,13 @@ A round, given a :class:`~seglog.core.cleaning.LogToClean` chosen by the cleaner
 3. **Clean each group** into one ``{first base}.log.cleaned`` segment, reading in bounded
    chunks: per record, keep iff its offset is past the map's range, or it has a key and no
    later offset of that key is in the map, and (for a tombstone) its batch's delete horizon
-   has not passed. Per batch: copied byte for byte when nothing changes; rebuilt (same base
+   has not passed. Transactions (:mod:`seglog.core.txn_retention`, one state shared by every
+   group of the round, KAFKA-8351, fed with each source segment's ``.txnindex`` entries over
+   [its base, the next segment's base), KAFKA-13727): an aborted transaction's records go
+   unread; a commit or abort marker stays while its transaction still has a batch in the
+   round, then is stamped with a delete horizon and removed after it; the cleaned segment's
+   ``.txnindex`` gets the aborted transactions whose markers stay with data seen. Per batch:
+   copied byte for byte when nothing changes; rebuilt (same base
    and last offset, producer fields, codec) when records go or a horizon must be stamped
    (KIP-534: the first round that keeps a tombstone stamps ``now + delete.retention.ms``);
    kept as a 61-byte empty header when emptied but it is an active producer's last batch or
@@ -52,6 +58,7 @@ drive the same pieces through this class.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -75,13 +82,13 @@ from seglog.engine.cleaning.chunk_reader import READ_CHUNK_BYTES, ChunkReader
 from seglog.engine.cleaning.errors import (
     CleaningAbortedError,
     LegacyFormatError,
-    TransactionalDataError,
     UncleanableLogError,
 )
 from seglog.engine.cleaning.header_pass import HeaderPass, Producers
 from seglog.engine.cleaning.round_map import SUPERSEDED_MARKS_MAX, RoundMap
 from seglog.engine.cleaning.round_stats import CleanerStats
 from seglog.engine.cleaning.throttler import Throttler
+from seglog.engine.cleaning.txn_columns import TxnState, aborted_in, index_kept
 from seglog.engine.log import Log
 from seglog.format.columnar import RecordColumns
 from seglog.kernels import numba_enabled
@@ -100,7 +107,6 @@ __all__ = [
     "Producers",
     "RecordFilter",
     "Throttler",
-    "TransactionalDataError",
     "UncleanableLogError",
     "contains_sorted",
     "never_done",
@@ -119,6 +125,7 @@ class CleaningRound:
     producers: Producers
     groups: list[list[LogSegment]]
     stats: CleanerStats
+    txn: TxnState  # shared by every group, in order (KAFKA-8351)
 
 
 def never_done() -> None:
@@ -243,6 +250,7 @@ class Cleaner:
             producers=producers,
             groups=[[by_base[f.base_offset] for f in group] for group in groups],
             stats=stats,
+            txn=TxnState(),
         )
 
     def finish_round(self, round_: CleaningRound) -> CleanerStats:
@@ -301,11 +309,16 @@ class Cleaner:
         are deleted and the log is as it was."""
         log = round_.log
         cleaned = log.new_cleaned_segment(group[0].base_offset)
+        bases = [s.base_offset for s in log.segments]
+        next_base = dict(itertools.pairwise(bases))
+        txn = round_.txn
         try:
             decide = ChunkRules(
-                round_.now_ms, round_.horizon_ms, round_.upper_bound, round_.producers
+                round_.now_ms, round_.horizon_ms, round_.upper_bound, round_.producers, txn
             )
             for segment in group:
+                end = next_base.get(segment.base_offset, log.log_end_offset)
+                txn.add_aborted(aborted_in(log, segment.base_offset, end))
                 for position, columns in self.chunks(segment, 0, check_done):
                     buffers, spans, written = self.filter_chunk(
                         position, columns, round_.stats, decide
@@ -313,6 +326,7 @@ class Cleaner:
                     if spans:
                         cleaned.append(buffers, written, spans)
                         self.throttler.maybe_throttle(written)
+                    index_kept(cleaned, txn.take_kept_aborted())
             cleaned.on_become_inactive()
             cleaned.flush()
             cleaned.set_last_modified(group[-1].last_modified_ms())

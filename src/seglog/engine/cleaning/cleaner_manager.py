@@ -64,6 +64,7 @@ from seglog.core.cleaning import (
     log_to_clean,
     max_compaction_delay_ms,
 )
+from seglog.engine.cleaning.txn_columns import last_stable_offset
 from seglog.engine.log import Log
 from seglog.errors import SeglogError
 from seglog.format.topic_names import TopicPartition
@@ -476,7 +477,8 @@ def cleaning_candidate(
     tp: TopicPartition, log: Log, checkpoint: int | None, now_ms: int
 ) -> CleaningCandidate:
     """What the cleaner would do with ``log`` now: its cleanable range and dirty ratio, as
-    Kafka's ``LogCleanerManager`` computes them (``seglog spark stats`` reports them too)."""
+    Kafka's ``LogCleanerManager`` computes them (``seglog spark stats`` reports them too); the
+    range ends at or before the last stable offset."""
     facts = log.cleaner_segment_facts()
     config = log.config
     offsets = cleanable_offsets(
@@ -484,7 +486,9 @@ def cleaning_candidate(
         checkpoint=checkpoint,
         log_start_offset=log.log_start_offset,
         log_end_offset=log.log_end_offset,
-        high_watermark=log.high_watermark,
+        # Kafka's lastStableOffset: never clean past the high watermark nor into an open
+        # transaction (its data may still be aborted).
+        high_watermark=min(log.high_watermark, last_stable_offset(log)),
         min_compaction_lag_ms=config.min_compaction_lag_ms,
         now_ms=now_ms,
     )
