@@ -248,6 +248,10 @@ class UnknownProducerIdError(ProducerStateError):
 
 
 class InvalidTxnStateError(ProducerStateError):
-    """A transactional append that breaks the transaction protocol: transactional data in an
-    idempotent-only producer's stream or the reverse while a transaction is open, or a
-    marker for a producer with no transaction (Kafka's ``INVALID_TXN_STATE``)."""
+    """A transactional append that breaks the transaction protocol: a non-transactional
+    batch while the producer's transaction is open (Kafka's ``INVALID_TXN_STATE``)."""
+
+
+class TransactionCoordinatorFencedError(ProducerStateError):
+    """A marker carries a coordinator epoch older than one already written for the producer
+    (Kafka's ``TRANSACTION_COORDINATOR_FENCED``)."""

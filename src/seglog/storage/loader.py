@@ -90,10 +90,13 @@ from seglog.format.names import (
     TIME_INDEX_SUFFIX,
     TXN_INDEX_SUFFIX,
     offset_from_file_name,
+    snapshot_file_name,
 )
 from seglog.storage import fileops
 from seglog.storage.atomic import TMP_SUFFIX, fsync_directory
 from seglog.storage.overflow_split import NoOffsetOverflowError, split_overflowed_segment
+from seglog.storage.producer_snapshots import delete_snapshots_outside
+from seglog.storage.producer_state_replay import rebuild_txn_indexes
 from seglog.storage.segment import LogSegment, SegmentRecovery
 from seglog.storage.swap_record import SWAP_RECORD_NAME, read_swap_record, remove_swap_record
 
@@ -152,6 +155,8 @@ class LoadReport:
     lost_ranges: list[LostRange] = field(default_factory=list)  # records lost, see step 4
     split_segments: list[str] = field(default_factory=list)  # offset overflow splits, step 4
     bytes_read_for_recovery: int = 0
+    #: damaged producer ``.snapshot`` files skipped (the state was rebuilt from the log)
+    snapshot_problems: list[str] = field(default_factory=list)
     #: False for a read-only load: the figures are what a writing open would do, nothing of
     #: it happened on disk (truncations, removals and index rebuilds were in memory only).
     writable: bool = True
@@ -371,7 +376,7 @@ def _index_problem(segment: LogSegment, next_base: int | None) -> str | None:
     problem = segment.time_index.consistency_problem(min(next_relative - 1, INT32_MAX))
     if problem is not None:
         return f"{segment.time_index.path.name}: {problem}"
-    return None
+    return segment.txn_index.sanity_problem()
 
 
 def _highest_indexed_offset(segment: LogSegment) -> int | None:
@@ -640,6 +645,11 @@ def _finish_load(
     recovery_point = log_end_offset if had_clean_shutdown else min(recovery_point, log_end_offset)
     log_start_offset = max(log_start_offset, segments[0].base_offset)
     segments[-1].make_active()
+    if writable:
+        recovered = {r.base_offset for r in report.recovered}
+        rebuild_txn_indexes(directory, segments, recovered, log_start_offset, now_ms)
+        removed = delete_snapshots_outside(directory, log_start_offset, log_end_offset)
+        report.removed_files.extend(snapshot_file_name(offset) for offset in removed)
     if writable and (report.removed_files or report.dropped_segments):
         fsync_directory(directory)
     return LoadedLog(segments, log_start_offset, log_end_offset, recovery_point, report)

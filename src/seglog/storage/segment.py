@@ -86,6 +86,7 @@ from seglog.kernels.codes import END_CLEAN, END_TORN, FRAME_FIELDS, FRAME_POSITI
 from seglog.storage import fileops
 from seglog.storage.index_file import NO_TIMESTAMP, OffsetIndexFile, TimeIndexFile
 from seglog.storage.side_threads import SideJob, SideThreads
+from seglog.storage.txn_index_file import TxnIndexFile
 
 INT32_MAX = (1 << 31) - 1
 SCAN_CHUNK_BYTES = 64 * 1024
@@ -219,6 +220,7 @@ class LogSegment:
             segment_index_bytes=segment_index_bytes,
             persist=persist,
         )
+        self.txn_index = TxnIndexFile(self._path(TXN_INDEX_SUFFIX), base_offset, writable=writable)
         self.log_path = self._path(LOG_SUFFIX)
         flags = (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY
         try:
@@ -834,6 +836,8 @@ class LogSegment:
         location = self.translate_offset(offset)
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        if self.writable:
+            self.txn_index.truncate_to(offset)
         self.offset_index.resize_to_max()
         self.time_index.resize_to_max()
         removed = 0
@@ -925,6 +929,7 @@ class LogSegment:
                 ) from exc
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def close(self) -> None:
         """Close every file handle (call :meth:`on_become_inactive` first to trim the
@@ -955,7 +960,7 @@ class LogSegment:
             self.log_path,
             self.offset_index.path,
             self.time_index.path,
-            self._path(TXN_INDEX_SUFFIX),
+            self.txn_index.path,
         ]
         return [path for path in candidates if path.exists()]
 
@@ -963,7 +968,7 @@ class LogSegment:
         """Rename every file from its old suffix to ``{name}{new_suffix}`` (no dir fsync)."""
         if not self.writable:
             raise UnreadableFileError("segment is open read-only", path=str(self.log_path))
-        old_txn = self._path(TXN_INDEX_SUFFIX)
+        old_txn = self.txn_index.path
         new_log = segment_path(self.directory, self.base_offset, LOG_SUFFIX + new_suffix)
         if new_log != self.log_path:
             fileops.replace(self.log_path, new_log)
@@ -978,6 +983,7 @@ class LogSegment:
         new_txn = self._path(TXN_INDEX_SUFFIX)
         if old_txn != new_txn and old_txn.exists():
             fileops.replace(old_txn, new_txn)
+        self.txn_index.rename_to(new_txn)
 
     def delete_files(self) -> None:
         """Close and unlink every file of the segment."""

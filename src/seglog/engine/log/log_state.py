@@ -106,3 +106,7 @@ class LogState:
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (:class:`Log` implements it)."""
         raise NotImplementedError
+
+    def _reload_producer_state(self) -> None:
+        """Rebuild producer state after a truncation (:mod:`.transactions` implements it)."""
+        raise NotImplementedError

@@ -52,6 +52,8 @@ from typing import NamedTuple
 from seglog.clock import Clock
 from seglog.config import LogConfig
 from seglog.core.append_validation import LEADER_EPOCH, check_batch_crcs, validate_append
+from seglog.core.isolation import AbortedRanges, IsolationLevel
+from seglog.core.producer_state import AppendPlan
 from seglog.core.roll import (
     PendingAppend,
     RollReason,
@@ -59,6 +61,7 @@ from seglog.core.roll import (
 )
 from seglog.engine.log import reads
 from seglog.engine.log.cleaner_view import LogCleanerView
+from seglog.engine.log.producer_append import DuplicateAppend, plan_producer_append
 from seglog.engine.log.reads import (
     DEFAULT_FETCH_MAX_BYTES,
     FetchResult,
@@ -67,6 +70,7 @@ from seglog.engine.log.reads import (
 from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
 from seglog.engine.log.retention_ops import LogRetention
 from seglog.engine.log.segment_list import SegmentList
+from seglog.engine.log.transactions import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogTransactions
 from seglog.engine.log.truncation import LogTruncation
 from seglog.errors import (
     InvalidRecordError,
@@ -78,6 +82,7 @@ from seglog.format.checkpoint import (
     EpochEntry,
 )
 from seglog.format.compression import CompressionType
+from seglog.format.control import build_end_txn_marker_batch
 from seglog.format.records import Header
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.atomic import fsync_directory
@@ -105,9 +110,12 @@ class LogAppendInfo(NamedTuple):
     record_count: int
     size_bytes: int
     rolled: RollReason | None
+    #: the batches repeat ones already written (an idempotent producer's retry): nothing was
+    #: written and the offsets are the original ones
+    duplicate: bool = False
 
 
-class Log(LogTruncation, LogRetention, LogCleanerView):
+class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
     """A partition log; see the module docstring. Create with :meth:`open`."""
 
     def __init__(
@@ -123,6 +131,9 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
         flush_executor: Executor | None = None,
         file_deleter: Callable[[LogSegment], None] | None = None,
         side_threads: SideThreads | None = None,
+        had_clean_shutdown: bool = False,
+        initial_recovery_point: int | None = None,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> None:
         self.directory = directory
         self.topic_partition = topic_partition
@@ -147,6 +158,15 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
         self._failed_write = False  # a multi-file change failed half-way: recover at next open
         self._closed = False
         self._epochs = self._load_epochs()
+        self._producer_state = None
+        self._producer_id_expiration_ms = producer_id_expiration_ms
+        self._writes_snapshots = False
+        self._had_clean_shutdown = had_clean_shutdown
+        self._initial_recovery_point = (
+            loaded.recovery_point if initial_recovery_point is None else initial_recovery_point
+        )
+        if writable:  # appends check against it: build it now (a read-only log on first use)
+            _ = self.producer_state
         self.active_segment.roll_jitter_ms = self._draw_jitter()
         if writable:  # a new log's first segment (Kafka preallocates it at load too)
             self.active_segment.preallocate(config.init_file_size)
@@ -166,6 +186,7 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
         flush_executor: Executor | None = None,
         file_deleter: Callable[[LogSegment], None] | None = None,
         side_threads: SideThreads | None = None,
+        producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
     ) -> Log:
         """Open (creating when writable) a partition directory and load it.
 
@@ -198,6 +219,13 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
                 flush_executor=flush_executor,
                 file_deleter=file_deleter,
                 side_threads=side_threads,
+                had_clean_shutdown=had_clean_shutdown,
+                initial_recovery_point=(
+                    loaded.log_end_offset
+                    if had_clean_shutdown
+                    else min(recovery_point, loaded.log_end_offset)
+                ),
+                producer_id_expiration_ms=producer_id_expiration_ms,
             )
         except BaseException:
             # e.g. the leader-epoch file unreadable or not writable: no descriptor stays open
@@ -244,6 +272,21 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
                     f"append to {self.topic_partition} is {size} bytes, above segment.bytes "
                     f"{self.config.segment_bytes}"
                 )
+            plan = plan_producer_append(
+                self.producer_state, data, checked.spans, checked.first_offset, self._append_where
+            )
+            if isinstance(plan, DuplicateAppend):
+                return LogAppendInfo(
+                    plan.first_offset,
+                    plan.last_offset,
+                    plan.max_timestamp,
+                    -1,
+                    len(checked.spans),
+                    checked.record_count,
+                    0,
+                    None,
+                    duplicate=True,
+                )
             rolled = self._maybe_roll(size, checked.max_timestamp, checked.last_offset, now_ms)
             if not self._epochs:
                 self._assign_epoch(checked.first_offset)
@@ -259,6 +302,8 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
             else:
                 self.active_segment.append(checked.buffers, size, checked.spans)
             self.log_end_offset = checked.last_offset + 1
+            if plan is not None:
+                self.producer_state.apply(plan, self.log_end_offset)
             if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
                 self.flush()
             return LogAppendInfo(
@@ -271,6 +316,55 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
                 size,
                 rolled,
             )
+
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> LogAppendInfo:
+        """Write a COMMIT or ABORT marker for the producer's transaction, as a transaction
+        coordinator's WriteTxnMarkers has the leader do (one 78-byte control batch at the log
+        end). The producer's open transaction (if any) ends; an aborted one with data gets
+        its ``.txnindex`` entry once the marker is written. Raises
+        ``InvalidProducerEpochError`` for an epoch older than the producer's and
+        ``TransactionCoordinatorFencedError`` for an older coordinator epoch."""
+        with self._lock:
+            self._check_writable()
+            now_ms = self.clock.now_ms()
+            offset = self.log_end_offset
+            plan = AppendPlan()
+            self.producer_state.check_marker(
+                plan,
+                producer_id,
+                producer_epoch,
+                offset=offset,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+                timestamp=now_ms,
+                where=self._append_where,
+            )
+            batch = build_end_txn_marker_batch(
+                producer_id,
+                producer_epoch,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+                timestamp_ms=now_ms,
+                base_offset=offset,
+                partition_leader_epoch=LEADER_EPOCH,
+            )
+            rolled = self._maybe_roll(len(batch), now_ms, offset, now_ms)
+            if not self._epochs:
+                self._assign_epoch(offset)
+            self.active_segment.append([batch], len(batch), [(0, len(batch), offset, now_ms)])
+            self.log_end_offset = offset + 1
+            for txn in self.producer_state.apply(plan, self.log_end_offset):
+                self.active_segment.txn_index.append(txn)
+            if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+                self.flush()
+            return LogAppendInfo(offset, offset, now_ms, -1, 1, 1, len(batch), rolled)
 
     def _checker(self) -> SideThreads:
         """The side threads that check pipelined appends' CRCs: the LogManager's shared
@@ -377,6 +471,7 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
                 return old
             LogSegment.remove_files_for(self.directory, new_base)
             old.on_become_inactive()
+            self._maybe_write_snapshot(new_base)
             segment = self._new_segment(new_base)
             self._list.publish((*self._list.segments, segment))
             self._needs_dir_fsync = True
@@ -463,8 +558,13 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
         skip_corrupt: bool = False,
         on_skip: Callable[[SkippedRange], None] | None = None,
         check_gaps: bool = False,
+        isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> Iterator[ConsumedRecord]:
         """Data records from ``offset`` up to ``end_offset`` (default: LEO when called), lazily.
+
+        With ``isolation_level`` ``READ_COMMITTED`` the read ends at the last stable offset
+        (when called) and leaves out the records of aborted transactions (found through the
+        ``.txnindex`` files, as a Kafka consumer does with Fetch's aborted-transactions list).
 
         Each batch is decoded once; control batches are skipped. An offset below the log
         start raises ``OffsetOutOfRangeError``. What a read-compacted reader sees (the
@@ -487,6 +587,11 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
         the next segment), and calls ``on_skip`` with a :class:`SkippedRange` for each
         range passed over.
         """
+        aborted = None
+        if isolation_level is IsolationLevel.READ_COMMITTED:
+            lso = self.last_stable_offset
+            end_offset = lso if end_offset is None else min(end_offset, lso)
+            aborted = AbortedRanges(self.aborted_transactions(offset, end_offset))
         return reads.iter_records(
             self,
             offset,
@@ -495,6 +600,7 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
             skip_corrupt=skip_corrupt,
             on_skip=on_skip,
             check_gaps=check_gaps,
+            aborted=aborted,
         )
 
     def read_records(
@@ -503,9 +609,10 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
         max_records: int = 500,
         *,
         max_bytes: int = DEFAULT_FETCH_MAX_BYTES,
+        isolation_level: IsolationLevel = IsolationLevel.READ_UNCOMMITTED,
     ) -> list[ConsumedRecord]:
         """Up to ``max_records`` data records from ``offset`` (see :meth:`iter_records`)."""
-        records = self.iter_records(offset, max_bytes=max_bytes)
+        records = self.iter_records(offset, max_bytes=max_bytes, isolation_level=isolation_level)
         return list(itertools.islice(records, max_records))
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> OffsetAndTimestamp | None:
@@ -529,6 +636,7 @@ class Log(LogTruncation, LogRetention, LogCleanerView):
                 self.flush()
                 self.active_segment.on_become_inactive()
                 self.active_segment.flush()
+                self._maybe_write_snapshot(self.log_end_offset)
             for segment in self._list.segments:
                 segment.close()
             self._closed = True

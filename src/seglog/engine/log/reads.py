@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from seglog.core.append_validation import LEADER_EPOCH
+from seglog.core.isolation import AbortedRanges
 from seglog.engine.log.record_scan import ConsumedRecord, RecordScan, ScannableLog, SkippedRange
 from seglog.errors import InvalidRecordError, OffsetOutOfRangeError
 from seglog.format.topic_names import TopicPartition
@@ -97,6 +98,7 @@ def iter_records(
     skip_corrupt: bool,
     on_skip: Callable[[SkippedRange], None] | None,
     check_gaps: bool,
+    aborted: AbortedRanges | None = None,
 ) -> Iterator[ConsumedRecord]:
     """:meth:`seglog.engine.log.Log.iter_records` (which documents it): the range checks,
     then a :class:`~seglog.engine.log.record_scan.RecordScan` over ``log``."""
@@ -116,6 +118,7 @@ def iter_records(
         skip_corrupt=skip_corrupt,
         on_skip=on_skip,
         check_gaps=check_gaps,
+        aborted=aborted,
     )
     yield from scan.records()
 

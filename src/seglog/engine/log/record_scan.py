@@ -30,6 +30,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from seglog.core.isolation import AbortedRanges
 from seglog.errors import CorruptRecordError, OffsetOutOfRangeError
 from seglog.format.batch import MAGIC_V2
 from seglog.format.reader import Batch, BatchReader, EndKind
@@ -109,8 +110,10 @@ class RecordScan:
         skip_corrupt: bool = False,
         on_skip: Callable[[SkippedRange], None] | None = None,
         check_gaps: bool = False,
+        aborted: AbortedRanges | None = None,
     ) -> None:
         self._log = log
+        self._aborted = aborted or None  # read_committed: the aborted transactions to leave out
         self._first = first_offset
         self._end = end_offset
         self._max_bytes = max(max_bytes, 1)
@@ -294,6 +297,13 @@ class RecordScan:
             self._previous_epoch_at = (self._reading_path, batch.position)
         self._cursor = max(self._cursor, batch.last_offset + 1)
         if batch.is_control:
+            return
+        aborted = self._aborted
+        if (
+            aborted is not None
+            and batch.is_transactional
+            and aborted.holds(batch.producer_id, batch.base_offset)
+        ):
             return
         first, end = self._first, self._end
         timestamp_type = batch.timestamp_type

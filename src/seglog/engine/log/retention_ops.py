@@ -13,7 +13,10 @@ from seglog.format.checkpoint import EpochEntry
 from seglog.format.names import DELETED_SUFFIX
 from seglog.storage.atomic import fsync_directory
 from seglog.storage.partition_dirs import write_leader_epochs
+from seglog.storage.producer_snapshots import delete_snapshots_outside
 from seglog.storage.segment import LogSegment
+
+INT64_MAX = (1 << 63) - 1
 
 
 class LogRetention(LogState):
@@ -98,6 +101,10 @@ class LogRetention(LogState):
                         # deleter removes whatever files of it are left (live-named indexes
                         # of a half-renamed segment too).
                         self._list.file_deleter(segment)
+            # The producer snapshots of the deleted segments go with them (Kafka renames and
+            # deletes them later; nothing reads a snapshot concurrently, so now).
+            first_base = self._list.segments[0].base_offset
+            delete_snapshots_outside(self.directory, first_base, INT64_MAX)
             fsync_directory(self.directory)
             self._needs_dir_fsync = False
             return plan

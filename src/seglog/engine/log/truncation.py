@@ -6,6 +6,7 @@ from seglog.engine.log.log_state import LogState
 from seglog.errors import InvalidRecordError, OffsetOutOfRangeError
 from seglog.storage.atomic import fsync_directory
 from seglog.storage.partition_dirs import write_leader_epochs
+from seglog.storage.producer_snapshots import delete_snapshots_outside
 
 
 class LogTruncation(LogState):
@@ -58,5 +59,7 @@ class LogTruncation(LogState):
             self._truncations += 1
             self._epochs = [e for e in self._epochs if e.start_offset < offset]
             write_leader_epochs(self.directory, self._epochs)
+            delete_snapshots_outside(self.directory, 0, offset)
             fsync_directory(self.directory)
+            self._reload_producer_state()
             return removed

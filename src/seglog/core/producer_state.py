@@ -1,0 +1,479 @@
+"""Producer state of one partition: Kafka's ``ProducerStateManager`` for a single leader.
+
+Pure: batch header fields in, decisions and state out; files are :mod:`seglog.storage`'s.
+
+Per producer id the state keeps its epoch, the metadata of its last
+:data:`NUM_BATCHES_TO_RETAIN` data batches (first/last sequence, last offset, max
+timestamp), the coordinator epoch of its last marker, the first offset of its ongoing
+transaction and its last timestamp. From it follow:
+
+* **duplicates**: a batch with the same producer id, epoch and sequence range as one of the
+  retained five is not written again; the append answers the original offsets;
+* **fencing and ordering** (typed errors named like Kafka's): an epoch older than the
+  producer's (``InvalidProducerEpochError``); within an epoch, a first sequence that is not
+  the last one + 1 (``OutOfOrderSequenceError``); a new epoch must start at sequence 0
+  unless the producer had no epoch; an unknown producer must start at sequence 0
+  (``UnknownProducerIdError``: the older Kafka rule, kept because it tells a producer whose
+  state expired to reset rather than silently accepting a gap); a non-transactional batch
+  while the producer's transaction is open (``InvalidTxnStateError``); a marker with an
+  older coordinator epoch (``TransactionCoordinatorFencedError``);
+* **ongoing transactions** and the **last stable offset**: the first offset of the earliest
+  open transaction, or the high watermark;
+* **completed transactions**: a COMMIT or ABORT marker ends the producer's open transaction
+  (a marker with none open completes nothing, as in Kafka); an aborted one becomes a
+  ``.txnindex`` entry whose ``lastStableOffset`` is the first offset of the next open
+  transaction of another producer, else the marker's offset + 1;
+* **expiry**: a producer with no open transaction whose last timestamp is
+  ``producer.id.expiration.ms`` old is forgotten.
+
+Appends are checked in two steps so a refused chunk changes nothing: :meth:`check_batch`
+looks a batch up against the state plus the earlier batches of the same chunk (an
+:class:`AppendPlan`), and :meth:`apply` commits the plan once the bytes are written.
+Replaying a log (load, recovery, truncation) uses :meth:`replay_data` and
+:meth:`replay_marker`, which trust the log and never raise for sequence gaps (the cleaner
+and retention legitimately leave them).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from seglog.errors import (
+    InvalidProducerEpochError,
+    InvalidTxnStateError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+    UnknownProducerIdError,
+)
+from seglog.format.producer_snapshot import ProducerSnapshotEntry
+from seglog.format.txn_index import AbortedTxn
+
+NUM_BATCHES_TO_RETAIN = 5
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+INT32_MAX = (1 << 31) - 1
+
+
+class BatchMetadata(NamedTuple):
+    """A retained data batch of a producer."""
+
+    last_sequence: int
+    last_offset: int
+    offset_delta: int  # last_sequence - first_sequence (= last offset - first offset)
+    timestamp: int  # the batch's max timestamp
+
+    @property
+    def first_sequence(self) -> int:
+        """The batch's first sequence (sequences wrap at int32 max)."""
+        first = self.last_sequence - self.offset_delta
+        return first + INT32_MAX + 1 if first < 0 else first
+
+    @property
+    def first_offset(self) -> int:
+        """The batch's first offset."""
+        return self.last_offset - self.offset_delta
+
+
+class OngoingTxn(NamedTuple):
+    """An open transaction: its producer and its first offset."""
+
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+
+
+class LastRecord(NamedTuple):
+    """What the cleaner must keep of an active producer (Kafka's ``LastRecord``): the last
+    offset of its last data batch (None when no data batch is retained) and its epoch."""
+
+    last_data_offset: int | None
+    producer_epoch: int
+
+
+class DataBatch(NamedTuple):
+    """The header fields of a producer's data batch that the state reads."""
+
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    is_transactional: bool
+
+    @property
+    def last_sequence(self) -> int:
+        """The batch's last sequence (wrapping at int32 max)."""
+        last = self.base_sequence + (self.last_offset - self.first_offset)
+        return last - INT32_MAX - 1 if last > INT32_MAX else last
+
+
+class CompletedTxn(NamedTuple):
+    """A transaction a marker ended."""
+
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    is_aborted: bool
+
+
+@dataclass
+class ProducerEntry:
+    """One producer's state (Kafka's ``ProducerStateEntry``)."""
+
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    batches: deque[BatchMetadata] = field(
+        default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
+    )
+    coordinator_epoch: int = -1
+    last_timestamp: int = -1
+    current_txn_first_offset: int | None = None
+
+    @property
+    def last_sequence(self) -> int:
+        """The last sequence written (-1 when no batch is retained)."""
+        return self.batches[-1].last_sequence if self.batches else NO_SEQUENCE
+
+    @property
+    def last_data_offset(self) -> int:
+        """The last offset of the last retained data batch (-1 when none)."""
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def copy(self) -> ProducerEntry:
+        """An independent copy (an append plan changes copies, never the state)."""
+        return ProducerEntry(
+            self.producer_id,
+            self.producer_epoch,
+            deque(self.batches, maxlen=NUM_BATCHES_TO_RETAIN),
+            self.coordinator_epoch,
+            self.last_timestamp,
+            self.current_txn_first_offset,
+        )
+
+    def find_duplicate(self, batch: DataBatch) -> BatchMetadata | None:
+        """The retained batch ``batch`` repeats (same epoch and sequence range), if any."""
+        if batch.producer_epoch != self.producer_epoch:
+            return None
+        last_sequence = batch.last_sequence
+        for meta in self.batches:
+            if meta.first_sequence == batch.base_sequence and meta.last_sequence == last_sequence:
+                return meta
+        return None
+
+    def _bump_epoch(self, epoch: int) -> None:
+        if epoch != self.producer_epoch:
+            self.batches.clear()
+            self.producer_epoch = epoch
+
+    def add_batch(self, batch: DataBatch) -> None:
+        """Record a written data batch (a new epoch forgets the older epoch's batches)."""
+        self._bump_epoch(batch.producer_epoch)
+        self.batches.append(
+            BatchMetadata(
+                batch.last_sequence,
+                batch.last_offset,
+                batch.last_offset - batch.first_offset,
+                batch.max_timestamp,
+            )
+        )
+        self.last_timestamp = batch.max_timestamp
+        if batch.is_transactional and self.current_txn_first_offset is None:
+            self.current_txn_first_offset = batch.first_offset
+
+    def end_txn(self, producer_epoch: int, coordinator_epoch: int, timestamp: int) -> None:
+        """A marker was written: the transaction (if any) is over."""
+        self._bump_epoch(producer_epoch)
+        self.coordinator_epoch = coordinator_epoch
+        self.last_timestamp = timestamp
+        self.current_txn_first_offset = None
+
+
+def in_sequence(last_sequence: int, next_sequence: int) -> bool:
+    """Whether ``next_sequence`` follows ``last_sequence`` (wrapping at int32 max)."""
+    return next_sequence == last_sequence + 1 or (next_sequence == 0 and last_sequence == INT32_MAX)
+
+
+class AppendPlan:
+    """The changes one append's batches make, checked but not yet applied."""
+
+    def __init__(self) -> None:
+        self.entries: dict[int, ProducerEntry] = {}
+        self.completed: list[CompletedTxn] = []
+
+
+class ProducerStateManager:
+    """The producer state of one partition; see the module docstring."""
+
+    def __init__(self, topic_partition: str, *, expiration_ms: int) -> None:
+        self.topic_partition = topic_partition
+        self.expiration_ms = expiration_ms
+        self._producers: dict[int, ProducerEntry] = {}
+        self._ongoing: dict[int, OngoingTxn] = {}  # by first offset
+        self.last_map_offset = 0  # the state covers every offset below this one
+
+    # --- reads ---------------------------------------------------------------------------------
+    @property
+    def producer_count(self) -> int:
+        """Producers with state (Kafka's ``ProducerIdCount`` gauge)."""
+        return len(self._producers)
+
+    def entry(self, producer_id: int) -> ProducerEntry | None:
+        """The state of ``producer_id`` (do not change it), or None."""
+        return self._producers.get(producer_id)
+
+    def producers(self) -> dict[int, ProducerEntry]:
+        """Every producer's state by id (a copy of the mapping; do not change the entries)."""
+        return dict(self._producers)
+
+    def ongoing_transactions(self) -> list[OngoingTxn]:
+        """Open transactions, earliest first."""
+        return [self._ongoing[first] for first in sorted(self._ongoing)]
+
+    def first_unstable_offset(self) -> int | None:
+        """The first offset of the earliest open transaction, or None."""
+        return min(self._ongoing) if self._ongoing else None
+
+    def last_stable_offset(self, high_watermark: int) -> int:
+        """The LSO: the first unstable offset, capped by the high watermark."""
+        first = self.first_unstable_offset()
+        return high_watermark if first is None else min(first, high_watermark)
+
+    def last_records_of_active_producers(self) -> dict[int, LastRecord]:
+        """For each producer with state: its last data offset (None if none) and epoch."""
+        return {
+            pid: LastRecord(entry.last_data_offset if entry.batches else None, entry.producer_epoch)
+            for pid, entry in self._producers.items()
+        }
+
+    def snapshot_entries(self) -> list[ProducerSnapshotEntry]:
+        """The state as snapshot entries (sorted by producer id)."""
+        out: list[ProducerSnapshotEntry] = []
+        for pid in sorted(self._producers):
+            e = self._producers[pid]
+            last = e.batches[-1] if e.batches else None
+            out.append(
+                ProducerSnapshotEntry(
+                    producer_id=pid,
+                    producer_epoch=e.producer_epoch,
+                    last_sequence=last.last_sequence if last else NO_SEQUENCE,
+                    last_offset=last.last_offset if last else -1,
+                    offset_delta=last.offset_delta if last else 0,
+                    timestamp=e.last_timestamp,
+                    coordinator_epoch=e.coordinator_epoch,
+                    current_txn_first_offset=(
+                        -1 if e.current_txn_first_offset is None else e.current_txn_first_offset
+                    ),
+                )
+            )
+        return out
+
+    # --- loading ------------------------------------------------------------------------------
+    def load_snapshot(
+        self, entries: list[ProducerSnapshotEntry], snapshot_offset: int, now_ms: int
+    ) -> None:
+        """Replace the state with a snapshot's (expired producers are left out)."""
+        self._producers.clear()
+        self._ongoing.clear()
+        for s in entries:
+            txn_first = None if s.current_txn_first_offset < 0 else s.current_txn_first_offset
+            if txn_first is None and now_ms - s.timestamp >= self.expiration_ms:
+                continue
+            entry = ProducerEntry(
+                s.producer_id,
+                s.producer_epoch,
+                coordinator_epoch=s.coordinator_epoch,
+                last_timestamp=s.timestamp,
+                current_txn_first_offset=txn_first,
+            )
+            if s.last_offset >= 0:
+                entry.batches.append(
+                    BatchMetadata(s.last_sequence, s.last_offset, s.offset_delta, s.timestamp)
+                )
+            self._producers[s.producer_id] = entry
+            if txn_first is not None:
+                self._ongoing[txn_first] = OngoingTxn(s.producer_id, s.producer_epoch, txn_first)
+        self.last_map_offset = snapshot_offset
+
+    def clear(self, offset: int) -> None:
+        """Forget everything; the (empty) state covers offsets below ``offset``."""
+        self._producers.clear()
+        self._ongoing.clear()
+        self.last_map_offset = offset
+
+    def replay_data(self, batch: DataBatch) -> None:
+        """Apply a data batch read from the log (no checks: the log is what it is)."""
+        entry = self._producers.get(batch.producer_id)
+        if entry is None:
+            entry = self._producers[batch.producer_id] = ProducerEntry(batch.producer_id)
+        had_txn = entry.current_txn_first_offset is not None
+        entry.add_batch(batch)
+        if not had_txn and entry.current_txn_first_offset is not None:
+            first = entry.current_txn_first_offset
+            self._ongoing[first] = OngoingTxn(batch.producer_id, batch.producer_epoch, first)
+        self.last_map_offset = max(self.last_map_offset, batch.last_offset + 1)
+
+    def replay_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        offset: int,
+        commit: bool,
+        coordinator_epoch: int,
+        timestamp: int,
+    ) -> AbortedTxn | None:
+        """Apply a marker read from the log; returns the ``.txnindex`` entry it makes, if any."""
+        entry = self._producers.get(producer_id)
+        if entry is None:
+            entry = self._producers[producer_id] = ProducerEntry(producer_id)
+        completed = self._complete(
+            entry, producer_epoch, offset, commit, coordinator_epoch, timestamp
+        )
+        self.last_map_offset = max(self.last_map_offset, offset + 1)
+        return completed
+
+    def _complete(
+        self,
+        entry: ProducerEntry,
+        producer_epoch: int,
+        offset: int,
+        commit: bool,
+        coordinator_epoch: int,
+        timestamp: int,
+    ) -> AbortedTxn | None:
+        first = entry.current_txn_first_offset
+        entry.end_txn(producer_epoch, coordinator_epoch, timestamp)
+        if first is None:
+            return None
+        self._ongoing.pop(first, None)
+        if commit:
+            return None
+        return AbortedTxn(
+            entry.producer_id, first, offset, self._lso_after(entry.producer_id, offset)
+        )
+
+    def _lso_after(self, producer_id: int, marker_offset: int) -> int:
+        """Kafka's ``lastStableOffset(completedTxn)``: the first offset of the earliest open
+        transaction of another producer, else the marker's offset + 1."""
+        others = [f for f, txn in self._ongoing.items() if txn.producer_id != producer_id]
+        return min(others) if others else marker_offset + 1
+
+    # --- checked appends -----------------------------------------------------------------------
+    def check_batch(self, plan: AppendPlan, batch: DataBatch, where: str) -> BatchMetadata | None:
+        """Check a client's data batch against the state and the plan so far.
+
+        Returns the duplicate's metadata when ``batch`` repeats a retained batch (the
+        caller then writes nothing and answers those offsets), else None after adding the
+        batch to ``plan``. Raises the typed producer-state errors of the module docstring.
+        """
+        pid = batch.producer_id
+        current = plan.entries.get(pid) or self._producers.get(pid)
+        if current is not None:
+            duplicate = current.find_duplicate(batch)
+            if duplicate is not None:
+                return duplicate
+        updated = current.copy() if current is not None else ProducerEntry(pid)
+        epoch, first_seq = batch.producer_epoch, batch.base_sequence
+        at = f"{where}: producer {pid} at offset {batch.first_offset}"
+        if epoch < updated.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"{at} has epoch {epoch}, older than its current epoch {updated.producer_epoch} "
+                "(the producer was fenced)"
+            )
+        if current is None:
+            if first_seq != 0:
+                raise UnknownProducerIdError(
+                    f"{at}: this partition has no state for the producer and its first batch "
+                    f"starts at sequence {first_seq}, not 0"
+                )
+        elif epoch != updated.producer_epoch:
+            if first_seq != 0 and updated.producer_epoch != NO_PRODUCER_EPOCH:
+                raise OutOfOrderSequenceError(
+                    f"{at}: a new epoch {epoch} (current {updated.producer_epoch}) must start "
+                    f"at sequence 0, got {first_seq}"
+                )
+        elif updated.batches and not in_sequence(updated.last_sequence, first_seq):
+            raise OutOfOrderSequenceError(
+                f"{at}: sequence {first_seq} does not follow the last sequence "
+                f"{updated.last_sequence} of epoch {epoch}"
+            )
+        if updated.current_txn_first_offset is not None and not batch.is_transactional:
+            raise InvalidTxnStateError(
+                f"{at}: a non-transactional batch while the producer's transaction from "
+                f"offset {updated.current_txn_first_offset} is open"
+            )
+        updated.add_batch(batch)
+        plan.entries[pid] = updated
+        return None
+
+    def check_marker(
+        self,
+        plan: AppendPlan,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        offset: int,
+        commit: bool,
+        coordinator_epoch: int,
+        timestamp: int,
+        where: str,
+    ) -> None:
+        """Check a COMMIT/ABORT marker (WriteTxnMarkers) and add it to ``plan``."""
+        current = plan.entries.get(producer_id) or self._producers.get(producer_id)
+        updated = current.copy() if current is not None else ProducerEntry(producer_id)
+        at = f"{where}: marker of producer {producer_id} at offset {offset}"
+        if producer_epoch < updated.producer_epoch:
+            raise InvalidProducerEpochError(
+                f"{at} has epoch {producer_epoch}, older than the producer's current epoch "
+                f"{updated.producer_epoch} (the producer was fenced)"
+            )
+        if coordinator_epoch < updated.coordinator_epoch:
+            raise TransactionCoordinatorFencedError(
+                f"{at} has coordinator epoch {coordinator_epoch}, older than "
+                f"{updated.coordinator_epoch} (a newer transaction coordinator wrote here)"
+            )
+        first = updated.current_txn_first_offset
+        updated.end_txn(producer_epoch, coordinator_epoch, timestamp)
+        plan.entries[producer_id] = updated
+        if first is not None:
+            plan.completed.append(CompletedTxn(producer_id, first, offset, not commit))
+
+    def apply(self, plan: AppendPlan, next_offset: int) -> list[AbortedTxn]:
+        """Commit a checked plan (the bytes are written); returns the aborted transactions
+        it completed, as ``.txnindex`` entries, in marker order."""
+        completed_firsts = {c.first_offset for c in plan.completed}
+        for pid, updated in plan.entries.items():
+            current = self._producers.get(pid)
+            old_first = None if current is None else current.current_txn_first_offset
+            if old_first is not None and old_first != updated.current_txn_first_offset:
+                completed_firsts.add(old_first)
+            self._producers[pid] = updated
+            first = updated.current_txn_first_offset
+            if first is not None and first not in self._ongoing:
+                self._ongoing[first] = OngoingTxn(pid, updated.producer_epoch, first)
+        aborted: list[AbortedTxn] = []
+        for txn in plan.completed:
+            self._ongoing.pop(txn.first_offset, None)
+            if txn.is_aborted:
+                lso = self._lso_after(txn.producer_id, txn.last_offset)
+                aborted.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
+        for first in completed_firsts:
+            self._ongoing.pop(first, None)
+        self.last_map_offset = max(self.last_map_offset, next_offset)
+        return aborted
+
+    # --- expiry --------------------------------------------------------------------------------
+    def remove_expired(self, now_ms: int) -> int:
+        """Forget producers with no open transaction idle for ``expiration_ms``; the count."""
+        expired = [
+            pid
+            for pid, e in self._producers.items()
+            if e.current_txn_first_offset is None
+            and now_ms - e.last_timestamp >= self.expiration_ms
+        ]
+        for pid in expired:
+            del self._producers[pid]
+        return len(expired)
