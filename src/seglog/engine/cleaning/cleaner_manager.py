@@ -64,7 +64,6 @@ from seglog.core.cleaning import (
     log_to_clean,
     max_compaction_delay_ms,
 )
-from seglog.engine.cleaning.txn_columns import last_stable_offset
 from seglog.engine.log import Log
 from seglog.errors import SeglogError
 from seglog.format.topic_names import TopicPartition
@@ -488,7 +487,7 @@ def cleaning_candidate(
         log_end_offset=log.log_end_offset,
         # Kafka's lastStableOffset: never clean past the high watermark nor into an open
         # transaction (its data may still be aborted).
-        high_watermark=min(log.high_watermark, last_stable_offset(log)),
+        high_watermark=min(log.high_watermark, log.last_stable_offset),
         min_compaction_lag_ms=config.min_compaction_lag_ms,
         now_ms=now_ms,
     )

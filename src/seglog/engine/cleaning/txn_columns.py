@@ -42,26 +42,13 @@ TxnState = CleanedTransactionMetadata[AbortedTxn]
 def aborted_in(log: Log, start: int, end: int) -> list[AbortedTxn]:
     """The ``.txnindex`` entries of ``log`` overlapping ``[start, end)`` (Kafka's
     ``collectAbortedTransactions``)."""
-    # INTERIM until the log's transaction index lands: no index, no aborted transactions.
-    collect = getattr(log, "aborted_transactions", None)
-    if collect is None:
-        return []
-    entries: list[AbortedTxn] = collect(start, end)
-    return entries
-
-
-def last_stable_offset(log: Log) -> int:
-    """The log's last stable offset (its high watermark while no transaction is open)."""
-    lso: int = getattr(log, "last_stable_offset", log.high_watermark)  # INTERIM
-    return lso
+    return log.aborted_transactions(start, end)
 
 
 def index_kept(segment: LogSegment, kept: list[AbortedTxn]) -> None:
-    """Append ``kept`` to the cleaned ``segment``'s ``.txnindex``."""
-    index = getattr(segment, "txn_index", None)  # INTERIM
+    """Append ``kept`` to the cleaned ``segment``'s ``.txnindex`` (Kafka's ``cleanedIndex``)."""
     for txn in kept:
-        if index is not None:
-            index.append(txn)
+        segment.txn_index.append(txn)
 
 
 def control_types(columns: RecordColumns) -> npt.NDArray[np.int16]:

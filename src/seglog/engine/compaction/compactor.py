@@ -69,7 +69,7 @@ from seglog.engine.cleaning.cleaner import (
     RecordFilter,
     never_done,
 )
-from seglog.engine.cleaning.txn_columns import TxnState, aborted_in, last_stable_offset
+from seglog.engine.cleaning.txn_columns import TxnState, aborted_in
 from seglog.engine.log import Log
 from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
 from seglog.errors import SeglogError, UnreadableFileError
@@ -176,7 +176,7 @@ class Compactor:
         previous = publication.horizon if publication else -1
         rebuild = cleaner_checkpoint is not None and cleaner_checkpoint > previous + 1
         # The copy holds decided transactions only: never past the last stable offset.
-        horizon = min(log.log_end_offset, last_stable_offset(log)) - 1
+        horizon = min(log.log_end_offset, log.last_stable_offset) - 1
         if rebuild and publication is not None and horizon <= previous:
             rebuild = False  # nothing new at all: the copy stays as published
         run = CompactionRun(previous_horizon=previous, horizon=previous, started_ms=now)
@@ -204,7 +204,7 @@ class Compactor:
             horizon = self._build_map(log, start, horizon, stats, check_done, prior)
             run.horizon = horizon
             run.keys = the_map.size
-            run.is_partial = horizon < min(log.log_end_offset, last_stable_offset(log)) - 1
+            run.is_partial = horizon < min(log.log_end_offset, log.last_stable_offset) - 1
             copy_dir = store.new_copy_dir(horizon)
             run.copy = copy_dir.name
             min_timestamp = None
