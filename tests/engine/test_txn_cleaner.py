@@ -10,11 +10,13 @@ included, as Kafka's ``offsetsInLog``), ``keys`` the data records' keys (``keysI
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from seglog.clock import ManualClock
 from seglog.core.cleaning import LogToClean
+from seglog.core.isolation import IsolationLevel
 from seglog.core.offset_map import OffsetMap
 from seglog.engine.cleaning.cleaner import Cleaner
 from seglog.engine.cleaning.cleaner_manager import cleaning_candidate
@@ -24,6 +26,9 @@ from seglog.format.builder import BatchBuilder
 from seglog.format.reader import BatchReader
 from seglog.format.txn_index import AbortedTxn
 from seglog.testing.transactions import append_idempotent, append_transactional
+from support.cleaning_data import fill_transactional
+
+READ_COMMITTED = IsolationLevel.READ_COMMITTED
 
 DAY = 86_400_000
 T0 = 1_700_000_000_000
@@ -39,10 +44,7 @@ def clock() -> ManualClock:
 
 
 @pytest.fixture
-def manager(tmp_path: object, clock: ManualClock) -> Iterator[LogManager]:
-    from pathlib import Path
-
-    assert isinstance(tmp_path, Path)
+def manager(tmp_path: Path, clock: ManualClock) -> Iterator[LogManager]:
     m = open_log_dirs([tmp_path / "data"], clock=clock)
     yield m
     m.close()
@@ -504,3 +506,43 @@ def test_the_cleaner_stops_at_an_open_transaction(manager: LogManager, clock: Ma
     manager.clean_once()
     assert keys(log) == [1, 2]
     assert offsets(log) == [2, 3, 4]
+
+
+def committed(log: Log) -> list[tuple[int, bytes | None, bytes | None]]:
+    return [
+        (r.offset, r.key, r.value)
+        for r in log.iter_records(log.log_start_offset, isolation_level=READ_COMMITTED)
+    ]
+
+
+def test_read_committed_sees_the_compaction_of_what_it_saw_before(tmp_path: Path) -> None:
+    """Many producers' transactions (commits, aborts, one left open), idempotent and plain
+    batches: after a round, a read_committed reader sees exactly the committed records
+    below the round's end that are their key's latest committed record, then everything
+    from the end on unchanged; after a second round past the horizons, the same minus the
+    tombstones."""
+    clock = ManualClock(T0)
+    with open_log_dirs([tmp_path / "data"], clock=clock) as manager:
+        fill_transactional(manager, clock, keys=150, records=4000, seed=9)
+        for partition in (0, 1):
+            log = manager.get_log("txns", partition)
+            before = committed(log)
+            aborted_before = aborted(log)
+            assert aborted_before, "the data has aborted transactions"
+            c = cleaner()
+            to_clean = cleaning_candidate(log.topic_partition, log, None, clock.now_ms()).to_clean
+            end, _ = c.clean(log, to_clean, now_ms=clock.now_ms())
+            assert end <= log.last_stable_offset
+            last = {key: offset for offset, key, _ in before if offset < end}
+            expected = [
+                (offset, key, value)
+                for offset, key, value in before
+                if offset >= end or (key is not None and last[key] == offset)
+            ]
+            assert committed(log) == expected
+            # no aborted record is left below the end: every data record read uncommitted
+            # below it is one read_committed sees
+            uncommitted = {(r.offset, r.key, r.value) for r in log.iter_records(0, end)}
+            assert uncommitted == {r for r in expected if r[0] < end}
+            c.clean(log, to_clean, now_ms=clock.now_ms() + DAY + 1)
+            assert committed(log) == [r for r in expected if r[0] >= end or r[2] is not None]
