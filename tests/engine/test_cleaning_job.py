@@ -246,3 +246,23 @@ def test_job_and_in_process_cleaner_agree_on_transactional_logs(tmp_path: Path) 
                     records=800,
                     seed=round_number + 2,
                 )
+
+
+def test_a_sharded_round_over_transactions_equals_one_big_round(tmp_path: Path) -> None:
+    """Shard tasks leave markers and aborted records out of their maps as the cleaner's map
+    build does: the sharded job writes what one round with a map for every key writes."""
+    clock = ManualClock(1_700_000_000_000)
+    a = tmp_path / "a"
+    with open_log_dirs([a], clock=clock) as manager:
+        fill_transactional(manager, clock, keys=120_000, records=60_000, seed=6)
+    b = tmp_path / "b"
+    shutil.copytree(a, b, copy_function=shutil.copy2)
+    big = {"log.cleaner.dedupe.buffer.size": str(64 * 1024 * 1024)}
+    small = {"log.cleaner.dedupe.buffer.size": str(1024 * 1024 + 1)}  # about 39k keys
+    with open_log_dirs([a], clock=clock, overrides=big) as manager:
+        expected = manager.clean_once()
+    assert all(r.stats is not None and not r.stats.is_partial for r in expected)
+    with open_log_dirs([b], clock=clock, overrides=small) as manager:
+        results = run_in_process(plan_cleaning_job(manager, now_ms=clock.now_ms(), shard_keys=True))
+    assert all(r.error is None for r in results), results
+    assert tree(a) == tree(b)
