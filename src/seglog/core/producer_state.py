@@ -42,6 +42,7 @@ from typing import NamedTuple
 
 from seglog.errors import (
     InvalidProducerEpochError,
+    InvalidRecordError,
     InvalidTxnStateError,
     OutOfOrderSequenceError,
     TransactionCoordinatorFencedError,
@@ -370,6 +371,11 @@ class ProducerStateManager:
         batch to ``plan``. Raises the typed producer-state errors of the module docstring.
         """
         pid = batch.producer_id
+        if batch.base_sequence < 0:
+            raise InvalidRecordError(
+                f"{where}: the batch at offset {batch.first_offset} has producer id {pid} but "
+                f"base sequence {batch.base_sequence} (an idempotent batch starts at >= 0)"
+            )
         current = plan.entries.get(pid) or self._producers.get(pid)
         if current is not None:
             duplicate = current.find_duplicate(batch)

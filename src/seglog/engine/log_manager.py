@@ -295,6 +295,7 @@ class LogManager:
                 log_start_offset=offsets.log_starts.get(tp, 0),
                 had_clean_shutdown=root.had_clean_shutdown,
                 writable=not self.read_only,
+                producer_id_expiration_ms=self.broker.producer_id_expiration_ms,
                 flush_executor=self._flush_executor,
                 file_deleter=self._schedule_file_deletion,
                 side_threads=self._side_threads,
@@ -344,8 +345,18 @@ class LogManager:
                 self.checkpoint_high_watermarks,
                 broker.replica_high_watermark_checkpoint_interval_ms,
             ),
+            (
+                "PeriodicProducerExpirationCheck",
+                self.remove_expired_producers,
+                broker.producer_id_expiration_check_interval_ms,
+            ),
         )
         schedule_node_tasks(self.scheduler, broker, tasks)
+
+    def remove_expired_producers(self) -> int:
+        """Forget, in every log, producers idle for ``producer.id.expiration.ms`` with no
+        open transaction (Kafka's periodic producer expiration check); returns how many."""
+        return sum(log.remove_expired_producers() for log in list(self._logs.values()))
 
     # --- topics and configs (seglog.engine.topics) ------------------------------------------
     @property
@@ -401,6 +412,7 @@ class LogManager:
             self.log_config(tp.topic),
             clock=self.clock,
             had_clean_shutdown=False,
+            producer_id_expiration_ms=self.broker.producer_id_expiration_ms,
             flush_executor=self._flush_executor,
             file_deleter=self._schedule_file_deletion,
             side_threads=self._side_threads,
