@@ -221,6 +221,26 @@ def test_commit_marker_removal(manager: LogManager) -> None:
     assert offsets(log) == [4, 5, 6, 7, 8]
 
 
+def test_deleted_batches_with_no_messages_read(manager: LogManager) -> None:
+    """testDeletedBatchesWithNoMessagesRead (with a small read buffer): an aborted batch is
+    dropped unread; the COMMIT marker of the next transaction goes after its horizon."""
+    log = make_log(manager, **{"segment.bytes": "1000", "max.message.bytes": "100"})
+    p = Producer(log, 1)
+    p([1])
+    abort(log, 1)
+    p([2])
+    p([2])
+    commit(log, 1)
+    log.roll()
+    c = Cleaner(OffsetMap(1 << 20, 0.9), clock=ManualClock(T0), read_chunk_bytes=100)
+    clean(c, log, 0)
+    assert keys(log) == [2]
+    assert offsets(log) == [1, 3, 4]
+    two_pass(c, log, 0)
+    assert keys(log) == [2]
+    assert offsets(log) == [3, 4]
+
+
 def test_commit_marker_retention_with_empty_batch(manager: LogManager) -> None:
     """testCommitMarkerRetentionWithEmptyBatch."""
     log = make_log(manager, **{"segment.bytes": "256"})
