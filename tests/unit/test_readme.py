@@ -39,13 +39,17 @@ def test_readme_starts_with_the_two_commands() -> None:
 
 
 def test_python_example_runs() -> None:
-    (example,) = _blocks("python")
+    example, transactions = _blocks("python")
     namespace: dict[str, object] = {}
     exec(compile(example, str(README), "exec"), namespace)
     assert namespace["end"].kind.name == "CLEAN"  # type: ignore[attr-defined]
     assert list(namespace["columns"].offset) == [0, 1]  # type: ignore[attr-defined]
     assert namespace["info"].last_offset == 1  # type: ignore[attr-defined]
     assert namespace["hit"].offset == 1  # type: ignore[attr-defined]
+    txn: dict[str, object] = {}
+    exec(compile(transactions, str(README), "exec"), txn)
+    assert txn["lso"] == 1 and txn["committed"] == [b"k2"]
+    assert [(a.producer_id, a.first_offset, a.last_offset) for a in txn["aborted"]] == [(7, 0, 2)]  # type: ignore[attr-defined]
 
 
 def test_tour_commands_succeed(tmp_path: Path) -> None:

@@ -197,12 +197,21 @@ def in_sequence(last_sequence: int, next_sequence: int) -> bool:
     return next_sequence == last_sequence + 1 or (next_sequence == 0 and last_sequence == INT32_MAX)
 
 
+def _at(where: str, batch: DataBatch) -> str:
+    """An error's context (formatted only when an error is raised: appends are hot)."""
+    return f"{where}: producer {batch.producer_id} at offset {batch.first_offset}"
+
+
 class AppendPlan:
-    """The changes one append's batches make, checked but not yet applied."""
+    """The changes one append makes, checked but not yet applied: its producers' data
+    batches and markers, in order (applied by replaying them, exactly as a load would)."""
 
     def __init__(self) -> None:
-        self.entries: dict[int, ProducerEntry] = {}
-        self.completed: list[CompletedTxn] = []
+        # per producer with batches in the plan: (epoch, last sequence, txn first offset)
+        self.views: dict[int, tuple[int, int, int | None]] = {}
+        self.batches: list[DataBatch] = []
+        # (producer id, epoch, offset, commit, coordinator epoch, timestamp)
+        self.markers: list[tuple[int, int, int, bool, int, int]] = []
 
 
 class ProducerStateManager:
@@ -306,15 +315,26 @@ class ProducerStateManager:
 
     def replay_data(self, batch: DataBatch) -> None:
         """Apply a data batch read from the log (no checks: the log is what it is)."""
-        entry = self._producers.get(batch.producer_id)
+        pid = batch.producer_id
+        entry = self._producers.get(pid)
         if entry is None:
-            entry = self._producers[batch.producer_id] = ProducerEntry(batch.producer_id)
-        had_txn = entry.current_txn_first_offset is not None
-        entry.add_batch(batch)
-        if not had_txn and entry.current_txn_first_offset is not None:
-            first = entry.current_txn_first_offset
-            self._ongoing[first] = OngoingTxn(batch.producer_id, batch.producer_epoch, first)
-        self.last_map_offset = max(self.last_map_offset, batch.last_offset + 1)
+            entry = self._producers[pid] = ProducerEntry(pid)
+        if batch.producer_epoch != entry.producer_epoch:
+            entry.batches.clear()
+            entry.producer_epoch = batch.producer_epoch
+        last_offset = batch.last_offset
+        first_offset = batch.first_offset
+        entry.batches.append(
+            BatchMetadata(
+                batch.last_sequence, last_offset, last_offset - first_offset, batch.max_timestamp
+            )
+        )
+        entry.last_timestamp = batch.max_timestamp
+        if batch.is_transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = first_offset
+            self._ongoing[first_offset] = OngoingTxn(pid, batch.producer_epoch, first_offset)
+        if last_offset >= self.last_map_offset:
+            self.last_map_offset = last_offset + 1
 
     def replay_marker(
         self,
@@ -369,50 +389,71 @@ class ProducerStateManager:
         Returns the duplicate's metadata when ``batch`` repeats a retained batch (the
         caller then writes nothing and answers those offsets), else None after adding the
         batch to ``plan``. Raises the typed producer-state errors of the module docstring.
+        The common case (the next batch of a known producer) copies nothing.
         """
         pid = batch.producer_id
-        if batch.base_sequence < 0:
+        first_seq = batch.base_sequence
+        if first_seq < 0:
             raise InvalidRecordError(
                 f"{where}: the batch at offset {batch.first_offset} has producer id {pid} but "
-                f"base sequence {batch.base_sequence} (an idempotent batch starts at >= 0)"
+                f"base sequence {first_seq} (an idempotent batch starts at >= 0)"
             )
-        current = plan.entries.get(pid) or self._producers.get(pid)
-        if current is not None:
-            duplicate = current.find_duplicate(batch)
-            if duplicate is not None:
-                return duplicate
-        updated = current.copy() if current is not None else ProducerEntry(pid)
-        epoch, first_seq = batch.producer_epoch, batch.base_sequence
-        at = f"{where}: producer {pid} at offset {batch.first_offset}"
-        if epoch < updated.producer_epoch:
+        view = plan.views.get(pid)
+        if view is None:
+            entry = self._producers.get(pid)
+            if entry is None:
+                known, current_epoch, last_seq, txn_first = False, NO_PRODUCER_EPOCH, -1, None
+            else:
+                known, current_epoch = True, entry.producer_epoch
+                batches = entry.batches
+                last_seq = batches[-1].last_sequence if batches else NO_SEQUENCE
+                txn_first = entry.current_txn_first_offset
+                if (
+                    not (
+                        batch.producer_epoch == current_epoch
+                        and batches
+                        and (
+                            first_seq == last_seq + 1 or (first_seq == 0 and last_seq == INT32_MAX)
+                        )
+                    )
+                    and (duplicate := entry.find_duplicate(batch)) is not None
+                ):
+                    return duplicate
+        else:
+            known, current_epoch, last_seq, txn_first = True, *view
+        epoch = batch.producer_epoch
+        if epoch < current_epoch:
             raise InvalidProducerEpochError(
-                f"{at} has epoch {epoch}, older than its current epoch {updated.producer_epoch} "
-                "(the producer was fenced)"
+                f"{_at(where, batch)} has epoch {epoch}, older than its current epoch "
+                f"{current_epoch} (the producer was fenced)"
             )
-        if current is None:
+        if not known:
             if first_seq != 0:
                 raise UnknownProducerIdError(
-                    f"{at}: this partition has no state for the producer and its first batch "
-                    f"starts at sequence {first_seq}, not 0"
+                    f"{_at(where, batch)}: this partition has no state for the producer and "
+                    f"its first batch starts at sequence {first_seq}, not 0"
                 )
-        elif epoch != updated.producer_epoch:
-            if first_seq != 0 and updated.producer_epoch != NO_PRODUCER_EPOCH:
+        elif epoch != current_epoch:
+            if first_seq != 0 and current_epoch != NO_PRODUCER_EPOCH:
                 raise OutOfOrderSequenceError(
-                    f"{at}: a new epoch {epoch} (current {updated.producer_epoch}) must start "
-                    f"at sequence 0, got {first_seq}"
+                    f"{_at(where, batch)}: a new epoch {epoch} (current {current_epoch}) must "
+                    f"start at sequence 0, got {first_seq}"
                 )
-        elif updated.batches and not in_sequence(updated.last_sequence, first_seq):
+        elif last_seq != NO_SEQUENCE and not in_sequence(last_seq, first_seq):
             raise OutOfOrderSequenceError(
-                f"{at}: sequence {first_seq} does not follow the last sequence "
-                f"{updated.last_sequence} of epoch {epoch}"
+                f"{_at(where, batch)}: sequence {first_seq} does not follow the last sequence "
+                f"{last_seq} of epoch {epoch}"
             )
-        if updated.current_txn_first_offset is not None and not batch.is_transactional:
+        transactional = batch.is_transactional
+        if txn_first is not None and not transactional:
             raise InvalidTxnStateError(
-                f"{at}: a non-transactional batch while the producer's transaction from "
-                f"offset {updated.current_txn_first_offset} is open"
+                f"{_at(where, batch)}: a non-transactional batch while the producer's "
+                f"transaction from offset {txn_first} is open"
             )
-        updated.add_batch(batch)
-        plan.entries[pid] = updated
+        if transactional and txn_first is None:
+            txn_first = batch.first_offset
+        plan.views[pid] = (epoch, batch.last_sequence, txn_first)
+        plan.batches.append(batch)
         return None
 
     def check_marker(
@@ -428,46 +469,41 @@ class ProducerStateManager:
         where: str,
     ) -> None:
         """Check a COMMIT/ABORT marker (WriteTxnMarkers) and add it to ``plan``."""
-        current = plan.entries.get(producer_id) or self._producers.get(producer_id)
-        updated = current.copy() if current is not None else ProducerEntry(producer_id)
+        entry = self._producers.get(producer_id)
+        current_epoch = NO_PRODUCER_EPOCH if entry is None else entry.producer_epoch
+        current_coordinator = -1 if entry is None else entry.coordinator_epoch
         at = f"{where}: marker of producer {producer_id} at offset {offset}"
-        if producer_epoch < updated.producer_epoch:
+        if producer_epoch < current_epoch:
             raise InvalidProducerEpochError(
                 f"{at} has epoch {producer_epoch}, older than the producer's current epoch "
-                f"{updated.producer_epoch} (the producer was fenced)"
+                f"{current_epoch} (the producer was fenced)"
             )
-        if coordinator_epoch < updated.coordinator_epoch:
+        if coordinator_epoch < current_coordinator:
             raise TransactionCoordinatorFencedError(
                 f"{at} has coordinator epoch {coordinator_epoch}, older than "
-                f"{updated.coordinator_epoch} (a newer transaction coordinator wrote here)"
+                f"{current_coordinator} (a newer transaction coordinator wrote here)"
             )
-        first = updated.current_txn_first_offset
-        updated.end_txn(producer_epoch, coordinator_epoch, timestamp)
-        plan.entries[producer_id] = updated
-        if first is not None:
-            plan.completed.append(CompletedTxn(producer_id, first, offset, not commit))
+        plan.markers.append(
+            (producer_id, producer_epoch, offset, commit, coordinator_epoch, timestamp)
+        )
 
     def apply(self, plan: AppendPlan, next_offset: int) -> list[AbortedTxn]:
         """Commit a checked plan (the bytes are written); returns the aborted transactions
         it completed, as ``.txnindex`` entries, in marker order."""
-        completed_firsts = {c.first_offset for c in plan.completed}
-        for pid, updated in plan.entries.items():
-            current = self._producers.get(pid)
-            old_first = None if current is None else current.current_txn_first_offset
-            if old_first is not None and old_first != updated.current_txn_first_offset:
-                completed_firsts.add(old_first)
-            self._producers[pid] = updated
-            first = updated.current_txn_first_offset
-            if first is not None and first not in self._ongoing:
-                self._ongoing[first] = OngoingTxn(pid, updated.producer_epoch, first)
+        for batch in plan.batches:
+            self.replay_data(batch)
         aborted: list[AbortedTxn] = []
-        for txn in plan.completed:
-            self._ongoing.pop(txn.first_offset, None)
-            if txn.is_aborted:
-                lso = self._lso_after(txn.producer_id, txn.last_offset)
-                aborted.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
-        for first in completed_firsts:
-            self._ongoing.pop(first, None)
+        for pid, epoch, offset, commit, coordinator_epoch, timestamp in plan.markers:
+            txn = self.replay_marker(
+                pid,
+                epoch,
+                offset=offset,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+                timestamp=timestamp,
+            )
+            if txn is not None:
+                aborted.append(txn)
         self.last_map_offset = max(self.last_map_offset, next_offset)
         return aborted
 

@@ -24,7 +24,7 @@ from seglog.format.producer_snapshot import (
     encode_producer_snapshot,
 )
 from seglog.storage import fileops
-from seglog.storage.atomic import write_file_atomically
+from seglog.storage.atomic import TMP_SUFFIX, write_file_atomically
 
 
 def snapshot_path(directory: Path, offset: int) -> Path:
@@ -52,10 +52,27 @@ def read_snapshot(path: Path) -> list[ProducerSnapshotEntry]:
     return decode_producer_snapshot(fileops.read_bytes(path), path=str(path))
 
 
-def write_snapshot(directory: Path, offset: int, entries: list[ProducerSnapshotEntry]) -> Path:
-    """Write the snapshot for ``offset`` atomically; returns its path."""
+def write_snapshot(
+    directory: Path, offset: int, entries: list[ProducerSnapshotEntry], *, durable: bool = True
+) -> Path:
+    """Write the snapshot for ``offset`` (temp file, then rename); returns its path.
+
+    ``durable`` also fsyncs the file and the directory (a clean close). A roll's snapshot is
+    not fsynced here (Kafka writes it asynchronously): the roll's flush fsyncs the directory
+    after it, and a snapshot a power loss damaged fails its CRC and is skipped on load.
+    """
     path = snapshot_path(directory, offset)
-    write_file_atomically(path, encode_producer_snapshot(entries))
+    data = encode_producer_snapshot(entries)
+    if durable:
+        write_file_atomically(path, data)
+        return path
+    tmp = path.with_name(path.name + TMP_SUFFIX)
+    fd = fileops.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        fileops.write_all(fd, tmp, (data,), 0)
+    finally:
+        os.close(fd)
+    fileops.replace(tmp, path)
     return path
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from seglog.engine.log import Log
-from seglog.engine.log.partition_log import LogAppendInfo
+from seglog.engine.log.append_info import LogAppendInfo
 from seglog.format.builder import BatchBuilder
 
 Record = tuple[bytes | None, bytes | None]

@@ -12,11 +12,11 @@ reads and swaps.
 The names below are re-exported so ``from seglog.engine.log import Log`` keeps working.
 """
 
+from seglog.engine.log.append_info import LogAppendInfo
 from seglog.engine.log.partition_log import (
     APPEND_CHUNK_BYTES_MAX,
     PIPELINED_APPEND_MIN_BYTES,
     Log,
-    LogAppendInfo,
 )
 from seglog.engine.log.reads import (
     EARLIEST_TIMESTAMP,

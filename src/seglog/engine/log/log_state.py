@@ -7,6 +7,8 @@ each, all subclasses of this one state (as Kafka's ``UnifiedLog`` sits on ``Loca
 * :mod:`.truncation`: ``truncate_to``;
 * :mod:`.retention_ops`: time/size retention, DeleteRecords and the log start offset;
 * :mod:`.cleaner_view`: what the log cleaner reads and its crash-safe segment swap;
+* :mod:`.transactions`: producer state, producer snapshots, transaction markers, the last
+  stable offset and the aborted transactions a ``read_committed`` read leaves out;
 * :mod:`.segment_list` (composed, not inherited): the published segment list, its swaps and
   file deletions; :mod:`.reads`: lock-free reads on a snapshot.
 
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from seglog.clock import Clock
 from seglog.config import LogConfig
-from seglog.core.roll import draw_roll_jitter_ms
+from seglog.core.roll import RollReason, draw_roll_jitter_ms
 from seglog.engine.log.segment_list import SegmentList
 from seglog.errors import UnreadableFileError
 from seglog.format.checkpoint import EpochEntry
@@ -105,6 +107,20 @@ class LogState:
 
     def roll(self) -> LogSegment:
         """Start a new active segment at the log end offset (:class:`Log` implements it)."""
+        raise NotImplementedError
+
+    def _maybe_roll(
+        self, size: int, max_timestamp: int, last_offset: int, now_ms: int
+    ) -> RollReason | None:
+        """Roll when a roll condition holds for an append (:class:`Log` implements it)."""
+        raise NotImplementedError
+
+    def _assign_epoch(self, start_offset: int) -> None:
+        """Record the leader epoch's start offset (:class:`Log` implements it)."""
+        raise NotImplementedError
+
+    def flush(self, up_to_offset: int | None = None) -> None:
+        """fsync up to ``up_to_offset`` (:class:`Log` implements it)."""
         raise NotImplementedError
 
     def _reload_producer_state(self) -> None:

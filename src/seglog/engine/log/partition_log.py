@@ -34,9 +34,13 @@ stays (see ``LogSegment.append``). The CRC check is about half of an append's ow
 overlaps the kernel's copy into the page cache this way (BENCHMARKS.md, append). Smaller
 appends are checked whole first: waking a thread costs more than it saves there.
 
-Why this module is a little over ~500 lines: the append path (validation, pipelined CRC checks,
-rolls, flushes) is one procedure; the other responsibilities of a log are already in their own
-modules (:mod:`.log_state`).
+Producer checks (idempotence, sequences, transactions) are a step of the append
+(:mod:`.producer_append`); producer state, snapshots, markers and the LSO live in
+:mod:`.transactions`.
+
+Why this module is a little over ~500 lines: the append path (validation, producer checks,
+pipelined CRC checks, rolls, flushes) is one procedure; the other responsibilities of a log are
+already in their own modules (:mod:`.log_state`).
 """
 
 from __future__ import annotations
@@ -47,19 +51,18 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import NamedTuple
 
 from seglog.clock import Clock
 from seglog.config import LogConfig
 from seglog.core.append_validation import LEADER_EPOCH, check_batch_crcs, validate_append
 from seglog.core.isolation import AbortedRanges, IsolationLevel
-from seglog.core.producer_state import AppendPlan
 from seglog.core.roll import (
     PendingAppend,
     RollReason,
     roll_reason,
 )
 from seglog.engine.log import reads
+from seglog.engine.log.append_info import LogAppendInfo
 from seglog.engine.log.cleaner_view import LogCleanerView
 from seglog.engine.log.producer_append import DuplicateAppend, plan_producer_append
 from seglog.engine.log.reads import (
@@ -82,7 +85,6 @@ from seglog.format.checkpoint import (
     EpochEntry,
 )
 from seglog.format.compression import CompressionType
-from seglog.format.control import build_end_txn_marker_batch
 from seglog.format.records import Header
 from seglog.format.topic_names import TopicPartition
 from seglog.storage.atomic import fsync_directory
@@ -97,22 +99,6 @@ from seglog.storage.side_threads import SideThreads
 
 APPEND_CHUNK_BYTES_MAX = 4 * 1024 * 1024  # append_records: bytes per Log.append call
 PIPELINED_APPEND_MIN_BYTES = 256 * 1024  # appends this large write while checking CRCs
-
-
-class LogAppendInfo(NamedTuple):
-    """What one append did."""
-
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    log_append_time_ms: int  # -1 unless the topic uses LogAppendTime
-    batch_count: int
-    record_count: int
-    size_bytes: int
-    rolled: RollReason | None
-    #: the batches repeat ones already written (an idempotent producer's retry): nothing was
-    #: written and the offsets are the original ones
-    duplicate: bool = False
 
 
 class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
@@ -317,55 +303,6 @@ class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
                 rolled,
             )
 
-    def append_marker(
-        self,
-        producer_id: int,
-        producer_epoch: int,
-        *,
-        commit: bool,
-        coordinator_epoch: int,
-    ) -> LogAppendInfo:
-        """Write a COMMIT or ABORT marker for the producer's transaction, as a transaction
-        coordinator's WriteTxnMarkers has the leader do (one 78-byte control batch at the log
-        end). The producer's open transaction (if any) ends; an aborted one with data gets
-        its ``.txnindex`` entry once the marker is written. Raises
-        ``InvalidProducerEpochError`` for an epoch older than the producer's and
-        ``TransactionCoordinatorFencedError`` for an older coordinator epoch."""
-        with self._lock:
-            self._check_writable()
-            now_ms = self.clock.now_ms()
-            offset = self.log_end_offset
-            plan = AppendPlan()
-            self.producer_state.check_marker(
-                plan,
-                producer_id,
-                producer_epoch,
-                offset=offset,
-                commit=commit,
-                coordinator_epoch=coordinator_epoch,
-                timestamp=now_ms,
-                where=self._append_where,
-            )
-            batch = build_end_txn_marker_batch(
-                producer_id,
-                producer_epoch,
-                commit=commit,
-                coordinator_epoch=coordinator_epoch,
-                timestamp_ms=now_ms,
-                base_offset=offset,
-                partition_leader_epoch=LEADER_EPOCH,
-            )
-            rolled = self._maybe_roll(len(batch), now_ms, offset, now_ms)
-            if not self._epochs:
-                self._assign_epoch(offset)
-            self.active_segment.append([batch], len(batch), [(0, len(batch), offset, now_ms)])
-            self.log_end_offset = offset + 1
-            for txn in self.producer_state.apply(plan, self.log_end_offset):
-                self.active_segment.txn_index.append(txn)
-            if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
-                self.flush()
-            return LogAppendInfo(offset, offset, now_ms, -1, 1, 1, len(batch), rolled)
-
     def _checker(self) -> SideThreads:
         """The side threads that check pipelined appends' CRCs: the LogManager's shared
         ones, or this log's own single one, made on first use and stopped by close()."""
@@ -471,7 +408,7 @@ class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
                 return old
             LogSegment.remove_files_for(self.directory, new_base)
             old.on_become_inactive()
-            self._maybe_write_snapshot(new_base)
+            self._maybe_write_snapshot(new_base, durable=False)
             segment = self._new_segment(new_base)
             self._list.publish((*self._list.segments, segment))
             self._needs_dir_fsync = True
@@ -636,7 +573,7 @@ class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
                 self.flush()
                 self.active_segment.on_become_inactive()
                 self.active_segment.flush()
-                self._maybe_write_snapshot(self.log_end_offset)
+                self._maybe_write_snapshot(self.log_end_offset, durable=True)
             for segment in self._list.segments:
                 segment.close()
             self._closed = True

@@ -24,13 +24,10 @@ from seglog.core.producer_state import AppendPlan, DataBatch, ProducerStateManag
 from seglog.errors import OutOfOrderSequenceError
 from seglog.format.batch import TRANSACTIONAL_FLAG_MASK
 
-_PRODUCER_ID_AT = 43
 _ATTRIBUTES_AT = 21
-_LAST_OFFSET_DELTA_AT = 23
-_INT64 = struct.Struct(">q")
-# attributes int16, lastOffsetDelta int32 (bytes 21-27); producerId, epoch, baseSequence (43-57)
-_ATTRIBUTES_AND_DELTA = struct.Struct(">hi")
-_PRODUCER_FIELDS = struct.Struct(">qhi")
+# from byte 21: attributes int16, lastOffsetDelta int32, (baseTimestamp, maxTimestamp),
+# producerId int64, producerEpoch int16, baseSequence int32 (bytes 21-57)
+_FIELDS = struct.Struct(">hi16xqhi")
 
 
 class DuplicateAppend(NamedTuple):
@@ -49,18 +46,14 @@ def plan_producer_append(
     where: str,
 ) -> AppendPlan | DuplicateAppend | None:
     """The checked producer changes of an append (None when no batch has a producer id)."""
-    unpack_pid = _INT64.unpack_from
-    if all(unpack_pid(data, span[0] + _PRODUCER_ID_AT)[0] < 0 for span in spans):
-        return None
-    plan = AppendPlan()
+    plan: AppendPlan | None = None
     duplicates: list[tuple[int, int, int]] = []
     for position, _size, last_offset, max_timestamp in spans:
-        producer_id, epoch, base_sequence = _PRODUCER_FIELDS.unpack_from(
-            data, position + _PRODUCER_ID_AT
+        attributes, last_delta, producer_id, epoch, base_sequence = _FIELDS.unpack_from(
+            data, position + _ATTRIBUTES_AT
         )
         if producer_id < 0:
             continue
-        attributes, last_delta = _ATTRIBUTES_AND_DELTA.unpack_from(data, position + _ATTRIBUTES_AT)
         batch = DataBatch(
             producer_id,
             epoch,
@@ -70,6 +63,8 @@ def plan_producer_append(
             max_timestamp,
             bool(attributes & TRANSACTIONAL_FLAG_MASK),
         )
+        if plan is None:
+            plan = AppendPlan()
         duplicate = state.check_batch(plan, batch, where)
         if duplicate is not None:
             duplicates.append((duplicate.first_offset, duplicate.last_offset, duplicate.timestamp))

@@ -21,8 +21,11 @@
 
 from __future__ import annotations
 
-from seglog.core.producer_state import LastRecord, OngoingTxn, ProducerStateManager
+from seglog.core.append_validation import LEADER_EPOCH
+from seglog.core.producer_state import AppendPlan, LastRecord, OngoingTxn, ProducerStateManager
+from seglog.engine.log.append_info import LogAppendInfo
 from seglog.engine.log.log_state import LogState
+from seglog.format.control import build_end_txn_marker_batch
 from seglog.format.txn_index import AbortedTxn
 from seglog.storage.producer_snapshots import list_snapshot_offsets, write_snapshot
 from seglog.storage.producer_state_replay import rebuild_producer_state
@@ -117,14 +120,65 @@ class LogTransactions(LogState):
                     out.append(txn)
         return out
 
+    # --- markers -------------------------------------------------------------------------------
+    def append_marker(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> LogAppendInfo:
+        """Write a COMMIT or ABORT marker for the producer's transaction, as a transaction
+        coordinator's WriteTxnMarkers has the leader do (one 78-byte control batch at the log
+        end). The producer's open transaction (if any) ends; an aborted one with data gets
+        its ``.txnindex`` entry once the marker is written. Raises
+        ``InvalidProducerEpochError`` for an epoch older than the producer's and
+        ``TransactionCoordinatorFencedError`` for an older coordinator epoch."""
+        with self._lock:
+            self._check_writable()
+            now_ms = self.clock.now_ms()
+            offset = self.log_end_offset
+            plan = AppendPlan()
+            self.producer_state.check_marker(
+                plan,
+                producer_id,
+                producer_epoch,
+                offset=offset,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+                timestamp=now_ms,
+                where=self._append_where,
+            )
+            batch = build_end_txn_marker_batch(
+                producer_id,
+                producer_epoch,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+                timestamp_ms=now_ms,
+                base_offset=offset,
+                partition_leader_epoch=LEADER_EPOCH,
+            )
+            rolled = self._maybe_roll(len(batch), now_ms, offset, now_ms)
+            if not self._epochs:
+                self._assign_epoch(offset)
+            self.active_segment.append([batch], len(batch), [(0, len(batch), offset, now_ms)])
+            self.log_end_offset = offset + 1
+            for txn in self.producer_state.apply(plan, self.log_end_offset):
+                self.active_segment.txn_index.append(txn)
+            if self.log_end_offset - self.recovery_point >= self.config.flush_messages:
+                self.flush()
+            return LogAppendInfo(offset, offset, now_ms, -1, 1, 1, len(batch), rolled)
+
     # --- snapshots -----------------------------------------------------------------------------
-    def _maybe_write_snapshot(self, offset: int) -> None:
+    def _maybe_write_snapshot(self, offset: int, *, durable: bool) -> None:
         """Write the state as the snapshot at ``offset`` (roll, close), when this partition
-        keeps snapshots (see the module docstring)."""
+        keeps snapshots (see the module docstring); a roll's is made durable by the flush
+        that follows it, a close's at once."""
         state = self._producer_state
         if state is None or not (self._writes_snapshots or state.producer_count):
             return
-        write_snapshot(self.directory, offset, state.snapshot_entries())
+        write_snapshot(self.directory, offset, state.snapshot_entries(), durable=durable)
         self._writes_snapshots = True
 
     def remove_expired_producers(self) -> int:
