@@ -76,28 +76,28 @@ def test_report_out_write_failure_names_the_file_and_leaves_no_tmp(
 
 # --- clean --once and cleaner status agree -----------------------------------------------------
 def test_cleaner_status_shows_what_clean_once_marked(cli: Cli, data_dir: Path) -> None:
-    build_compacted(data_dir, "tx", transactional_round=0)
+    build_compacted(data_dir, "old", legacy_round=0)
     build_compacted(data_dir, "c")
     result = cli.run("clean", "--once")
     assert result.status == 1
-    (line,) = [x for x in result.lines if x.startswith("tx-0: ")]
-    reason = line.removeprefix("tx-0: not cleaned, marked uncleanable: ")
-    assert reason != line and reason.startswith("TransactionalDataError: ")
+    (line,) = [x for x in result.lines if x.startswith("old-0: ")]
+    reason = line.removeprefix("old-0: not cleaned, marked uncleanable: ")
+    assert reason != line and reason.startswith("LegacyFormatError: ")
 
     # cleaner status is a new process: it shows the mark and the reason, not "-"
     status = cli.ok("cleaner", "status").lines
-    (row,) = [x for x in status if x.startswith("tx-0 ")]
+    (row,) = [x for x in status if x.startswith("old-0 ")]
     assert row.rstrip().endswith(reason), row
     (clean_row,) = [x for x in status if x.startswith("c-0 ")]
     assert clean_row.rstrip().endswith("-")
     document = json.loads(cli.ok("cleaner", "status", "--json").out)
     reasons = {p["topic"]: p["uncleanable_reason"] for p in document["partitions"]}
-    assert reasons == {"tx": reason, "c": None}
+    assert reasons == {"old": reason, "c": None}
 
     # a new pass retries it (as a restarted broker): it fails again and the mark stays
-    again = cli.run("clean", "--once", "--topic", "tx")
+    again = cli.run("clean", "--once", "--topic", "old")
     assert again.status == 1 and "marked uncleanable" in again.out
-    assert cli.ok("cleaner", "status", "--topic", "tx").lines[1].rstrip().endswith(reason)
+    assert cli.ok("cleaner", "status", "--topic", "old").lines[1].rstrip().endswith(reason)
 
 
 # --- the report's cleaner bytes are clean --once's ---------------------------------------------

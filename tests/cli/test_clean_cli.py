@@ -17,6 +17,7 @@ from seglog.cli import clean
 from seglog.engine.cleaning.cleaner import Cleaner
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format.builder import BatchBuilder
+from support.legacy_messages import legacy_message
 
 COMPACTED = {
     "cleanup.policy": "compact",
@@ -29,27 +30,39 @@ ROUNDS = 6  # one batch per round, each rolled into its own segment
 END = ROUNDS * RECORDS_PER_BATCH
 
 
-def build_compacted(data_dir: Path, topic: str, *, transactional_round: int | None = None) -> None:
+def build_compacted(data_dir: Path, topic: str, *, legacy_round: int | None = None) -> None:
     """A compacted topic of ``ROUNDS`` closed segments, each one batch writing every key twice
-    (so a round keeps one record per key); ``transactional_round``: that batch is
-    transactional. The active segment is empty (the log rolled after the last batch)."""
+    (so a round keeps one record per key); ``legacy_round``: that round is a legacy (v1)
+    message set written into its segment as a pre-0.11 broker wrote it, which the cleaner
+    refuses. The active segment is empty (the log rolled after the last batch)."""
     data_dir.mkdir(exist_ok=True)
     manager = open_log_dirs([data_dir])
     try:
         manager.create_topic(topic, 1, COMPACTED)
-        log = manager.get_log(topic, 0)
         now = int(time.time() * 1000)
         for r in range(ROUNDS):
-            transactional = r == transactional_round
-            builder = BatchBuilder(
-                is_transactional=transactional,
-                producer_id=7 if transactional else -1,
-                producer_epoch=0 if transactional else -1,
-                base_sequence=0 if transactional else -1,
-            )
-            for i in range(RECORDS_PER_BATCH):
-                builder.append(now, f"k{i % KEYS}".encode(), f"v{r}-{i}".encode() * 5)
-            log.append(builder.build())
+            log = manager.get_log(topic, 0)
+            if r == legacy_round:
+                segment = log.active_segment.log_path
+                manager.close()
+                with open(segment, "ab") as handle:
+                    for i in range(RECORDS_PER_BATCH):
+                        handle.write(
+                            legacy_message(
+                                r * RECORDS_PER_BATCH + i,
+                                1,
+                                f"k{i % KEYS}".encode(),
+                                f"v{r}-{i}".encode() * 5,
+                                timestamp=now,
+                            )
+                        )
+                manager = open_log_dirs([data_dir])
+                log = manager.get_log(topic, 0)
+            else:
+                builder = BatchBuilder()
+                for i in range(RECORDS_PER_BATCH):
+                    builder.append(now, f"k{i % KEYS}".encode(), f"v{r}-{i}".encode() * 5)
+                log.append(builder.build())
             log.roll()
     finally:
         manager.close()
@@ -260,54 +273,54 @@ def test_non_compacted_topics_are_not_listed(cli: Cli, data_dir: Path) -> None:
 # --- failures -------------------------------------------------------------------------------
 
 
-def test_a_transactional_partition_is_uncleanable(cli: Cli, data_dir: Path) -> None:
+def test_a_legacy_partition_is_uncleanable(cli: Cli, data_dir: Path) -> None:
     build_compacted(data_dir, "c")
-    build_compacted(data_dir, "tx", transactional_round=2)
-    tx_files = segment_files(data_dir / "tx-0")
+    build_compacted(data_dir, "old", legacy_round=2)
+    old_files = segment_files(data_dir / "old-0")
 
     result = cli.run("clean", "--once")
     assert result.status == 1
     # KIP-346: the bad partition is skipped with its reason, the other one is cleaned.
-    failure = [line for line in result.lines if line.startswith("tx-0: ")]
+    failure = [line for line in result.lines if line.startswith("old-0: ")]
     assert failure == [
-        "tx-0: not cleaned, marked uncleanable: TransactionalDataError: tx-0: "
-        "00000000000000000020.log holds a transactional or control batch at offset 20; "
-        "seglog has no transaction-aware cleaning yet, so this log is not cleaned"
+        "old-0: not cleaned, marked uncleanable: LegacyFormatError: old-0: "
+        "00000000000000000020.log holds a legacy (v0/v1) message set at position 0; "
+        "seglog cleans only v2 batches (Kafka 4 rewrites legacy entries as v2 while cleaning)"
     ]
     assert any("c-0 (dirty section" in line for line in result.lines)
     assert result.lines[-1].startswith("Cleaned 1 partition (")
     assert "; 1 failed;" in result.lines[-1]
     assert result.err == ""  # reported once, on stdout (the engine's log line is not repeated)
     assert checkpoint_entries(data_dir) == [f"c 0 {END}"]
-    assert segment_files(data_dir / "tx-0") == tx_files  # untouched
+    assert segment_files(data_dir / "old-0") == old_files  # untouched
 
     # The mark lives in the process that cleaned: a new one tries (and fails) again.
     document = json.loads(cli.run("clean", "--once", "--json").out)
     (entry,) = document["results"]
-    assert entry["topic"] == "tx" and entry["stats"] is None and entry["uncleanable"] is True
-    assert entry["error"].startswith("TransactionalDataError: ")
+    assert entry["topic"] == "old" and entry["stats"] is None and entry["uncleanable"] is True
+    assert entry["error"].startswith("LegacyFormatError: ")
     assert document["metrics"]["uncleanable-partitions-count"] == 1.0
 
 
 def test_status_shows_the_uncleanable_reason_of_the_process_that_cleaned(
     cli: Cli, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    build_compacted(data_dir, "tx", transactional_round=0)
+    build_compacted(data_dir, "old", legacy_round=0)
     manager = open_log_dirs([data_dir])
     try:
         monkeypatch.setattr(clean, "open_manager", lambda *_a, **_k: reuse(manager))
         result = cli.run("clean", "--once")  # through the command, in this manager
         assert result.status == 1
-        assert "tx-0: not cleaned, marked uncleanable: TransactionalDataError" in result.out
+        assert "old-0: not cleaned, marked uncleanable: LegacyFormatError" in result.out
 
         status = table(cli, "cleaner", "status")
-        assert status[1][:8] == ["tx-0", "none", "1.000", "-", "0", str(END), "0", str(END)]
-        assert " ".join(status[1][8:]).startswith("TransactionalDataError: tx-0: ")
+        assert status[1][:8] == ["old-0", "none", "1.000", "-", "0", str(END), "0", str(END)]
+        assert " ".join(status[1][8:]).startswith("LegacyFormatError: old-0: ")
         (entry,) = as_json(cli, "cleaner", "status")["partitions"]
-        assert "transactional or control batch at offset 0" in entry["uncleanable_reason"]
+        assert "legacy (v0/v1) message set at position 0" in entry["uncleanable_reason"]
 
         dry = table(cli, "clean", "--dry-run")
-        assert dry[1][:3] == ["tx-0", "no", "(uncleanable)"]
+        assert dry[1][:3] == ["old-0", "no", "(uncleanable)"]
         (plan,) = as_json(cli, "clean", "--dry-run")["partitions"]
         assert plan["cleanable"] is True and plan["would_clean"] is False
         assert plan["uncleanable_reason"] == entry["uncleanable_reason"]

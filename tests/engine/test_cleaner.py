@@ -22,6 +22,7 @@ from seglog.format.compression import CompressionType
 from seglog.format.reader import BatchReader
 from seglog.format.topic_names import TopicPartition
 from seglog.testing.crash import installed
+from support.legacy_messages import legacy_message
 
 DAY_MS = 24 * 3600 * 1000
 Pair = tuple[bytes | None, bytes | None]
@@ -286,24 +287,29 @@ def test_compressed_batches_are_rebuilt_with_their_codec(
     assert {b[2] & 0x07 for b in batches_of(log)} == {int(codec)}
 
 
-def test_transactional_data_makes_the_partition_uncleanable(
-    manager: LogManager, clock: ManualClock
+def test_legacy_entries_make_the_partition_uncleanable(
+    tmp_path: Path, manager: LogManager, clock: ManualClock
 ) -> None:
+    """A legacy (v1) message set in a compacted log is refused with its reason (seglog's
+    cleaner rewrites v2 batches only); the partition is then skipped."""
     log = compacted(manager)
     produce(log, clock, [(b"k", b"1"), (b"k", b"2")])
-    builder = BatchBuilder(is_transactional=True, producer_id=7, producer_epoch=0, base_sequence=0)
-    builder.append(clock.now_ms(), b"k", b"3")
-    log.append(builder.build())
-    log.roll()
-    before = contents(log)
-    [result] = manager.clean_once()
-    assert result.stats is None and result.error is not None
-    assert "transactional" in result.error
-    assert contents(log) == before
-    reasons = manager.cleaner_manager.uncleanable()
-    assert "transactional" in reasons[TopicPartition("t", 0)].reason
-    assert manager.clean_once() == []  # skipped from now on
-    assert manager.log_cleaner.metrics()["uncleanable-partitions-count"] == 1
+    segment = log.active_segment.log_path
+    manager.close()
+    with open(segment, "ab") as handle:
+        handle.write(legacy_message(2, 1, b"k", b"3", timestamp=clock.now_ms()))
+    with open_log_dirs([tmp_path / "data"], clock=clock) as reopened:
+        log = reopened.get_log("t", 0)
+        log.roll()
+        before = contents(log)
+        [result] = reopened.clean_once()
+        assert result.stats is None and result.error is not None
+        assert "legacy (v0/v1) message set at position" in result.error
+        assert contents(log) == before
+        reasons = reopened.cleaner_manager.uncleanable()
+        assert "legacy (v0/v1)" in reasons[TopicPartition("t", 0)].reason
+        assert reopened.clean_once() == []  # skipped from now on
+        assert reopened.log_cleaner.metrics()["uncleanable-partitions-count"] == 1
 
 
 def test_partial_round_when_the_map_fills(manager: LogManager, clock: ManualClock) -> None:

@@ -19,7 +19,7 @@ from seglog.engine.cleaning_job import (
 from seglog.engine.log_manager import open_log_dirs
 from seglog.format.builder import BatchBuilder
 from seglog.format.names import CLEANED_SUFFIX
-from support.cleaning_data import DAY_MS, fill, log_mtimes, tree
+from support.cleaning_data import DAY_MS, fill, fill_transactional, log_mtimes, tree
 
 
 @pytest.fixture
@@ -215,3 +215,54 @@ def test_groups_cleaned_to_nothing_leave_the_same_empty_segments(tmp_path: Path)
     # round 1: empty closed segments (groups cleaned to nothing); round 2 merged them
     assert 0 in sizes[0][:-1] and 0 not in sizes[1][:-1], sizes
     assert len(sizes[1]) < len(sizes[0]), sizes
+
+
+def test_job_and_in_process_cleaner_agree_on_transactional_logs(tmp_path: Path) -> None:
+    """Transactions (commits, aborts, an open one), idempotent and plain batches: the job
+    writes the bytes the in-process cleaner writes, .txnindex files included, round after
+    round as horizons pass; a sharded round equals one with a map for every key."""
+    clock = ManualClock(1_700_000_000_000)
+    a = tmp_path / "a"
+    with open_log_dirs([a], clock=clock) as manager:
+        fill_transactional(manager, clock, keys=200, records=3000, seed=1)
+    b = tmp_path / "b"
+    shutil.copytree(a, b, copy_function=shutil.copy2)
+    for round_number in range(3):
+        with open_log_dirs([a], clock=clock) as manager:
+            expected = manager.clean_once()
+        with open_log_dirs([b], clock=clock) as manager:
+            results = run_in_process(plan_cleaning_job(manager, now_ms=clock.now_ms()))
+        assert all(r.error is None for r in expected + results), expected + results
+        assert len(results) == len(expected) == 2
+        assert tree(a) == tree(b), f"round {round_number}"
+        assert any(name.endswith(".txnindex") for name in tree(a))
+        clock.advance(2 * DAY_MS)
+        for root in (a, b):
+            with open_log_dirs([root], clock=ManualClock(clock.now_ms())) as manager:
+                fill_transactional(
+                    manager,
+                    ManualClock(clock.now_ms()),
+                    keys=200,
+                    records=800,
+                    seed=round_number + 2,
+                )
+
+
+def test_a_sharded_round_over_transactions_equals_one_big_round(tmp_path: Path) -> None:
+    """Shard tasks leave markers and aborted records out of their maps as the cleaner's map
+    build does: the sharded job writes what one round with a map for every key writes."""
+    clock = ManualClock(1_700_000_000_000)
+    a = tmp_path / "a"
+    with open_log_dirs([a], clock=clock) as manager:
+        fill_transactional(manager, clock, keys=120_000, records=60_000, seed=6)
+    b = tmp_path / "b"
+    shutil.copytree(a, b, copy_function=shutil.copy2)
+    big = {"log.cleaner.dedupe.buffer.size": str(64 * 1024 * 1024)}
+    small = {"log.cleaner.dedupe.buffer.size": str(1024 * 1024 + 1)}  # about 39k keys
+    with open_log_dirs([a], clock=clock, overrides=big) as manager:
+        expected = manager.clean_once()
+    assert all(r.stats is not None and not r.stats.is_partial for r in expected)
+    with open_log_dirs([b], clock=clock, overrides=small) as manager:
+        results = run_in_process(plan_cleaning_job(manager, now_ms=clock.now_ms(), shard_keys=True))
+    assert all(r.error is None for r in results), results
+    assert tree(a) == tree(b)

@@ -44,17 +44,12 @@ from seglog.engine.compaction.compactor import (
 from seglog.engine.log import Log
 from seglog.engine.log.record_scan import ConsumedRecord
 from seglog.engine.log_manager import LogManager, open_log_dirs
-from seglog.errors import SeglogError, UnknownTopicError
-from seglog.format.batch import DELETE_HORIZON_FLAG_MASK
+from seglog.errors import UnknownTopicError
+from seglog.format.batch import CONTROL_FLAG_MASK, DELETE_HORIZON_FLAG_MASK
 from seglog.format.builder import BatchBuilder
 from seglog.format.compression import CompressionType
-from seglog.format.control import (
-    ControlRecordType,
-    encode_control_key,
-    encode_end_txn_marker,
-)
 from seglog.format.reader import BatchReader
-from seglog.format.records import Header, Record
+from seglog.format.records import Header
 from seglog.format.topic_names import TopicPartition
 from seglog.storage import fault_points
 from seglog.storage.compacted_copy import (
@@ -64,7 +59,7 @@ from seglog.storage.compacted_copy import (
     CompactedCopyStore,
 )
 from seglog.testing.crash import SimulatedCrash, count_operations, crash_at
-from seglog.testing.strategies import BatchSpec
+from seglog.testing.transactions import append_transactional
 
 T0 = 1_700_000_000_000
 DAY_MS = 24 * 3600 * 1000
@@ -1224,33 +1219,33 @@ def test_in_place_cleaning_after_the_horizon_does_not_resurrect_a_deleted_key(
 def test_an_aborted_transaction_does_not_replace_the_committed_value(
     data_dir: Path, clock: ManualClock
 ) -> None:
-    """A Kafka broker's partition: k=committed, then k=aborted in a transaction (producer 5)
-    that its ABORT marker (offset 2, written here as the broker writes it) ends."""
+    """k=committed, then k=aborted in a transaction of producer 5 that its ABORT marker
+    (offset 2, written as a coordinator's WriteTxnMarkers has the leader write it) ends: the
+    copy holds the committed value, and neither the aborted record nor the marker."""
     with open_log_dirs([data_dir], clock=clock) as manager:
         log = create(manager, **{"cleanup.policy": "compact"})
         produce(log, clock, [(b"k", b"committed")])
-        builder = BatchBuilder(
-            producer_id=5, producer_epoch=0, base_sequence=0, is_transactional=True
-        )
-        builder.append(clock.now_ms(), b"k", b"aborted")
-        log.append(builder.build())
-        segment = log.active_segment.log_path
-    marker = Record(
-        offset=2,
-        timestamp=clock.now_ms(),
-        key=encode_control_key(ControlRecordType.ABORT),
-        value=encode_end_txn_marker(0),
-    )
-    options = {"is_control": True, "is_transactional": True, "producer_id": 5, "producer_epoch": 0}
-    with open(segment, "ab") as handle:
-        handle.write(BatchSpec((marker,), options).encode())
-    with open_log_dirs([data_dir], clock=clock) as manager:
-        log = manager.get_log(TOPIC, 0)
+        append_transactional(log, 5, 0, 0, [(b"k", b"aborted")])
+        log.append_marker(5, 0, commit=False, coordinator_epoch=0)
         assert log.log_end_offset == 3
-        try:
-            compact(manager)
-        except SeglogError:
-            assert manager.compaction_status(TOPIC)[TP].state == "ERROR"
-            return  # refusing the log, as the cleaner does, is fine
+        compact(manager)
         got = [(r.key, r.value) for r in read_compacted(log)]
         assert got == [(b"k", b"committed")], got
+        assert [(b[0], b[1], b[2] & CONTROL_FLAG_MASK) for b in copy_batches(log)] == [(0, 0, 0)]
+
+
+def test_the_copy_stops_at_an_open_transaction(data_dir: Path, clock: ManualClock) -> None:
+    """The copy's horizon never passes the last stable offset: an undecided transaction's
+    records are not copied until its marker is written."""
+    with open_log_dirs([data_dir], clock=clock) as manager:
+        log = create(manager, **{"cleanup.policy": "compact"})
+        produce(log, clock, [(b"a", b"1")])
+        append_transactional(log, 9, 0, 0, [(b"b", b"open")])
+        produce(log, clock, [(b"c", b"3")])
+        assert log.last_stable_offset == 1
+        assert compact(manager).horizon == 0
+        log.append_marker(9, 0, commit=True, coordinator_epoch=0)
+        assert compact(manager).horizon == 3
+        got = [(r.offset, r.key, r.value) for r in read_compacted(log)]
+        assert got == [(0, b"a", b"1"), (1, b"b", b"open"), (2, b"c", b"3")]
+        assert all(not b[2] & CONTROL_FLAG_MASK for b in copy_batches(log))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from seglog.clock import ManualClock
-from seglog.engine.cleaning.cleaner import TransactionalDataError
+from seglog.engine.cleaning.cleaner import LegacyFormatError
 from seglog.engine.inspect.report_data import gather_report
 from seglog.engine.log_manager import LogManager, open_log_dirs
 from seglog.format.batch import encode_batch
@@ -22,6 +22,7 @@ from seglog.storage.history_file import (
     History,
     HistoryFile,
 )
+from support.legacy_messages import legacy_message
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000
@@ -102,18 +103,15 @@ def test_compactor_runs_are_recorded_including_failures(tmp_path: Path) -> None:
         clock.advance(1_000)
         noop = manager.compact("kv")[log.topic_partition]
         assert noop.is_noop
-        # A transactional batch makes the run fail (the compactor refuses it): recorded too.
-        log.append(
-            encode_batch(
-                [Record(0, T0, b"t", b"x")],
-                producer_id=7,
-                producer_epoch=0,
-                base_sequence=0,
-                is_transactional=True,
-            )
-        )
+        segment = log.active_segment.log_path
+    # A legacy (v1) message set, as a pre-0.11 broker wrote it, makes the run fail (the
+    # compactor refuses what the cleaner refuses): recorded too.
+    with open(segment, "ab") as handle:
+        handle.write(legacy_message(6, 1, b"t", b"x", timestamp=T0))
+    with open_log_dirs([tmp_path], clock=clock) as manager:
+        log = manager.get_log("kv", 0)
         clock.advance(1_000)
-        with pytest.raises(TransactionalDataError):
+        with pytest.raises(LegacyFormatError):
             manager.compact("kv")
         runs = manager.history.compaction_runs(log.topic_partition)
     first, second, failed = runs
@@ -125,7 +123,7 @@ def test_compactor_runs_are_recorded_including_failures(tmp_path: Path) -> None:
     assert second["time_ms"] == T0 + 1_000
     assert failed["state"] == "ERROR" and failed["time_ms"] == T0 + 2_000
     assert isinstance(failed["error"], str)
-    assert failed["error"].startswith("TransactionalDataError: ")
+    assert failed["error"].startswith("LegacyFormatError: ")
     assert read_json(tmp_path / COMPACTION_HISTORY_FILE)["kv-0"] == runs
 
 

@@ -14,7 +14,7 @@ from seglog.config import BrokerConfig
 from seglog.engine.log_manager import open_log_dirs
 from seglog.format.names import CLEANED_SUFFIX
 from seglog.spark.compaction_job import compact
-from support.cleaning_data import DAY_MS, fill, log_mtimes, tree
+from support.cleaning_data import DAY_MS, fill, fill_transactional, log_mtimes, tree
 
 SMALL_MAP = {"log.cleaner.dedupe.buffer.size": str(1024 * 1024 + 1)}  # about 39k keys
 
@@ -144,3 +144,36 @@ def test_balance_packs_partitions_into_one_task_per_core() -> None:
     assert loads == [12, 13, 13]
     with pytest.raises(ValueError, match="at least 1"):
         balance([1], 0)
+
+
+def test_spark_job_matches_the_in_process_cleaner_on_transactional_logs(
+    spark: Any, tmp_path: Path
+) -> None:
+    """Transactions (commits, aborts, one left open), idempotent and plain batches: the Spark
+    job writes the bytes (segments, indexes, .txnindex files) the in-process cleaner writes,
+    round after round as the markers' horizons pass."""
+    clock = ManualClock(1_700_000_000_000)
+    a = tmp_path / "a"
+    with open_log_dirs([a], clock=clock) as manager:
+        fill_transactional(manager, clock, keys=200, records=3000, seed=4)
+    b = tmp_path / "b"
+    shutil.copytree(a, b, copy_function=shutil.copy2)
+    for round_number in range(2):
+        with open_log_dirs([a], clock=clock) as manager:
+            expected = manager.clean_once()
+        results = compact(
+            spark, broker(b), now_ms=clock.now_ms(), clock=ManualClock(clock.now_ms())
+        )
+        assert len(results) == len(expected) == 2
+        assert all(r.error is None and r.stats is not None for r in results), results
+        assert tree(a) == tree(b), f"round {round_number}"
+        clock.advance(2 * DAY_MS)
+        for root in (a, b):
+            with open_log_dirs([root], clock=ManualClock(clock.now_ms())) as manager:
+                fill_transactional(
+                    manager,
+                    ManualClock(clock.now_ms()),
+                    keys=200,
+                    records=600,
+                    seed=30 + round_number,
+                )

@@ -64,8 +64,9 @@ from seglog.clock import SystemClock
 from seglog.config import LogConfig
 from seglog.core.cleaning import LogToClean
 from seglog.core.offset_map import OffsetMap
-from seglog.engine.cleaning.cleaner import Cleaner, CleanerStats, never_done
+from seglog.engine.cleaning.cleaner import Cleaner, CleanerStats, Producers, never_done
 from seglog.engine.cleaning.log_cleaner import CleanResult, per_thread_map_bytes
+from seglog.engine.cleaning.txn_columns import TxnState, aborted_in, map_key_lengths
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager
 from seglog.errors import SeglogError
@@ -109,6 +110,9 @@ class PartitionCleaningTask:
     closed_segments: tuple[tuple[int, int], ...]  # (base offset, size) the plan saw
     losers: npt.NDArray[np.int64] | None = None  # set for the rewrite of a sharded round
     allow_sharding: bool = False  # a full map returns map_full instead of a partial round
+    # The log's active producers as the driver saw them (last data offset or None, epoch): the
+    # task keeps their last entries exactly as the in-process cleaner would.
+    active_producers: dict[int, tuple[int | None, int]] = field(default_factory=dict)
 
     @property
     def topic_partition(self) -> TopicPartition:
@@ -220,7 +224,13 @@ def run_partition_task(task: PartitionCleaningTask) -> PartitionCleaningOutcome:
         log = _open_read_only(task)
         _check_planned_segments(log, task)
         cleaner = _take_cleaner(task)
-        round_ = cleaner.prepare_round(log, task.to_clean, now_ms=task.now_ms, losers=task.losers)
+        round_ = cleaner.prepare_round(
+            log,
+            task.to_clean,
+            now_ms=task.now_ms,
+            losers=task.losers,
+            producers=Producers(dict(task.active_producers)),
+        )
         if (
             task.allow_sharding
             and round_.stats.is_partial
@@ -278,16 +288,21 @@ def run_shard_task(task: PartitionCleaningTask, shard: ShardSpec) -> ShardOutcom
         start, end = task.to_clean.first_dirty_offset, task.to_clean.first_uncleanable_offset
         segments = [s for s in log.segments[:-1] if s.base_offset < end]
 
-        def rows_in_shard(columns: Any) -> npt.NDArray[np.int32]:
-            h0, _ = offset_map.hash_columns(columns.data, columns.key_position, columns.key_length)
+        def rows_in_shard(columns: Any, txn: TxnState) -> npt.NDArray[np.int32]:
+            # Control records and aborted transactions' records never enter a map.
+            lengths = map_key_lengths(columns, txn)
+            h0, _ = offset_map.hash_columns(columns.data, columns.key_position, lengths)
             mine = (h0 % np.uint64(shard.count)) == np.uint64(shard.index)
-            masked: npt.NDArray[np.int32] = np.where(mine, columns.key_length, -1).astype(np.int32)
+            masked: npt.NDArray[np.int32] = np.where(mine, lengths, -1).astype(np.int32)
             return masked
 
+        aborted = aborted_in(log, start, end)
+        txn = TxnState()
+        txn.add_aborted(aborted)
         for segment in segments:
             for _, columns in reader.chunks(segment, 0, never_done):
                 rows = int(np.searchsorted(columns.offset, end))
-                key_length = rows_in_shard(columns)
+                key_length = rows_in_shard(columns, txn)
                 stop = offset_map.put_columns(
                     columns.data,
                     columns.key_position,
@@ -299,10 +314,12 @@ def run_shard_task(task: PartitionCleaningTask, shard: ShardSpec) -> ShardOutcom
                 if stop < rows:
                     return ShardOutcome(shard.index, np.zeros(0, np.int64), offset_map.size, True)
         pieces: list[npt.NDArray[np.int64]] = []
+        txn = TxnState()
+        txn.add_aborted(aborted)
         for segment in segments:
             for _, columns in reader.chunks(segment, 0, never_done):
                 rows = int(np.searchsorted(columns.offset, end))
-                key_length = rows_in_shard(columns)[:rows]
+                key_length = rows_in_shard(columns, txn)[:rows]
                 offsets = columns.offset[:rows]
                 latest = offset_map.get_columns(
                     columns.data, columns.key_position[:rows], key_length
@@ -479,6 +496,7 @@ def plan_cleaning_job(
                 producer_id_expiration_ms=broker.producer_id_expiration_ms,
                 closed_segments=tuple((s.base_offset, s.size) for s in log.segments[:-1]),
                 allow_sharding=shard_keys,
+                active_producers=Producers.of(log).last_records,
             )
         )
     return job

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from seglog.clock import Clock
 from seglog.config import BrokerConfig
 from seglog.engine.cleaning.log_cleaner import CleanResult
 from seglog.engine.cleaning_job import (
@@ -86,13 +87,15 @@ def compact(
     topic: str | None = None,
     shard_keys: bool = True,
     now_ms: int | None = None,
+    clock: Clock | None = None,
 ) -> list[CleanResult]:
     """Clean every log of ``broker.log_dirs`` the cleaner would clean now, on ``spark``.
 
     Returns one :class:`~seglog.engine.cleaning.log_cleaner.CleanResult` per claimed partition (its
     figures, or the error that left it as it was). Raises
     :class:`~seglog.errors.LogDirectoryLockedError` when another process has the directories
-    open.
+    open. ``clock`` is the driver's (the log manager's, which ages producer state; tests pass
+    a manual one), ``now_ms`` the round's time (default: the clock's).
     """
     context = spark.sparkContext
 
@@ -124,7 +127,7 @@ def compact(
         )
         return result
 
-    with LogManager.open(broker) as manager:
+    with LogManager.open(broker, clock=clock) as manager:
         job = plan_cleaning_job(manager, topic=topic, now_ms=now_ms, shard_keys=shard_keys)
         if not job.tasks:
             return []

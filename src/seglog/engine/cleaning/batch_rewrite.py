@@ -1,13 +1,20 @@
 """Step 3's inner loop: decide every record of a chunk and rewrite its batches.
 
-Per record (Kafka's ``shouldRetainRecord``, for all rows at once): keep iff its offset is past
-the map's range, or it has a key, is its key's winner, and (for a tombstone) its batch's delete
+Per batch first, Kafka's ``checkBatchRetention`` (:mod:`seglog.core.txn_retention`, over the
+round's shared transaction state): an aborted transaction's batch has its records discarded
+unread; a commit or abort marker is kept while its transaction still has a batch in the
+round, and once it has none it is stamped with a delete horizon and removed after it; the last
+batch of every active producer, and the batch ending exactly at the round's upper bound
+(Kafka 4.x), stay as a 61-byte empty header if nothing of them survives.
+
+Per record (Kafka's ``shouldRetainRecord``, for all rows at once): a record of a discarded
+batch goes; a control record otherwise stays; a data record stays iff its offset is past the
+map's range, or it has a key, is its key's winner, and (for a tombstone) its batch's delete
 horizon has not passed; plus a :class:`RecordFilter`'s rules for the compacted-copy compactor.
 Per batch: copied byte for byte when nothing changes; rebuilt (same base and last offset,
 producer fields, codec) when records go or a horizon must be stamped (KIP-534: the first round
-that keeps a tombstone stamps ``now + delete.retention.ms``); kept as a 61-byte empty header
-when emptied but it is an active producer's last batch or ends exactly at the round's upper
-bound (Kafka 4.x ``checkBatchRetention``); dropped otherwise. The numba kernel
+that keeps a tombstone, or a marker whose transaction has no data left, stamps ``now +
+delete.retention.ms``); kept as an empty header or dropped as above. The numba kernel
 (:mod:`seglog.kernels.compact`) writes every batch; this module then CRCs (and recompresses)
 the rebuilt ones.
 """
@@ -22,10 +29,12 @@ import numpy as np
 import numpy.typing as npt
 from crc32c import crc32c
 
+from seglog.core.txn_retention import BatchRetention
 from seglog.engine.cleaning.chunk_reader import LOG_OVERHEAD
 from seglog.engine.cleaning.header_pass import Producers
 from seglog.engine.cleaning.round_map import RoundMap
 from seglog.engine.cleaning.round_stats import CleanerStats
+from seglog.engine.cleaning.txn_columns import TxnState, chunk_verdicts
 from seglog.format.batch import COMPRESSION_CODEC_MASK, TIMESTAMP_TYPE_MASK
 from seglog.format.columnar import RecordColumns
 from seglog.format.compression import CompressionType, compress
@@ -48,12 +57,14 @@ class RecordFilter:
     """Extra rules for a pass over a chunk beside the map's (the compacted-copy compactor's):
     rows outside ``[min_offset, max_offset]`` are not copied; keyless rows are kept when
     ``keep_keyless``; rows with a timestamp below ``min_timestamp_ms`` are dropped
-    (retention of the copy). The Kafka-style cleaner uses the defaults."""
+    (retention of the copy); control records (markers) are dropped when ``drop_control``.
+    The Kafka-style cleaner uses the defaults."""
 
     min_offset: int = -1
     max_offset: int = (1 << 63) - 1
     keep_keyless: bool = False
     min_timestamp_ms: int | None = None
+    drop_control: bool = False
 
 
 NO_FILTER = RecordFilter()
@@ -62,13 +73,15 @@ NO_FILTER = RecordFilter()
 @dataclass(frozen=True, slots=True)
 class ChunkRules:
     """What decides a chunk's records beside the map: the round's time, the delete horizon
-    stamped on kept tombstones (KIP-534), the first uncleanable offset (a batch ending there
-    is kept even when emptied), the active producers, and a :class:`RecordFilter`."""
+    stamped on kept tombstones and emptied markers (KIP-534), the first uncleanable offset (a
+    batch ending there is kept even when emptied), the active producers, the transaction state
+    shared by the round's chunks (in log order), and a :class:`RecordFilter`."""
 
     now_ms: int
     horizon_ms: int
     upper_bound: int
     producers: Producers
+    txn: TxnState
     rules: RecordFilter = NO_FILTER
 
 
@@ -109,7 +122,19 @@ class BatchRewriter:
         if batch_count == 0:
             return [], [], 0
         latest = self.round_map.active_map.latest_offset
+        verdicts = chunk_verdicts(
+            columns,
+            decide.txn,
+            now_ms=decide.now_ms,
+            upper_bound=decide.upper_bound,
+            active_producers=decide.producers.last_records,
+        )
         keep = self.keep_flags(columns, decide.now_ms, latest, stats, decide.rules)
+        is_control = batches.is_control
+        if is_control.any() or verdicts.discard_records.any():
+            row_control = is_control[columns.batch_index]
+            keep = np.where(row_control, not decide.rules.drop_control, keep)
+            keep &= ~verdicts.discard_records[columns.batch_index]
         record_start = batches.record_start
         counts = np.diff(record_start)
         kept_prefix = np.concatenate(([0], np.cumsum(keep, dtype=np.int64)))
@@ -118,18 +143,10 @@ class BatchRewriter:
         tomb_prefix = np.concatenate(([0], np.cumsum(tombstone_kept, dtype=np.int64)))
         tombstones = tomb_prefix[record_start[1:]] - tomb_prefix[record_start[:-1]]
         has_horizon = (batches.attributes & DELETE_HORIZON_FLAG) != 0
-        set_horizon = (tombstones > 0) & ~has_horizon
+        needs_horizon = (tombstones > 0) | (verdicts.contains_marker_for_empty_txn & (kept > 0))
+        set_horizon = needs_horizon & ~has_horizon
         unchanged = (kept == counts) & (counts > 0) & ~set_horizon
-        # Kafka's checkBatchRetention: RETAIN_EMPTY for the batch ending at the round's upper
-        # bound (the log end offset survives the clean) and an active producer's last batch.
-        retain_empty = batches.last_offset + 1 == decide.upper_bound
-        producers = decide.producers
-        if producers.last_data_offset:
-            pids = batches.producer_id
-            for pid in np.unique(pids[pids >= 0]).tolist():
-                last = producers.last_data_offset.get(int(pid))
-                if last is not None:
-                    retain_empty |= (pids == pid) & (batches.last_offset == last)
+        retain_empty = verdicts.retention == BatchRetention.RETAIN_EMPTY
         action = np.where(
             unchanged,
             ACTION_COPY,

@@ -3,7 +3,8 @@
 One reusable buffer of ``read_chunk_bytes`` (Kafka's ``log.cleaner.io.buffer.size`` role);
 a batch larger than it grows the buffer to exactly that batch (Kafka's rule), up to
 ``max_read_chunk_bytes``, past which the log is uncleanable. Every chunk is CRC-checked and
-scanned into :class:`~seglog.format.columnar.RecordColumns`; damage raises
+scanned into :class:`~seglog.format.columnar.RecordColumns`, control batches' records (the
+transaction markers) included, so a kept marker can be rewritten; damage raises
 :class:`~seglog.errors.CorruptRecordError` naming the file and position, never a silent stop.
 Every byte read is accounted to the shared :class:`~seglog.engine.cleaning.throttler.Throttler`.
 """
@@ -74,7 +75,11 @@ class ChunkReader:
                 )
             chunk = self.buffer[:got]
             columns = scan_columns(
-                chunk, verify_crc=True, base_position=position, use_numba=self.use_numba
+                chunk,
+                verify_crc=True,
+                include_control=True,
+                base_position=position,
+                use_numba=self.use_numba,
             )
             end = columns.end
             consumed = (end.position - position) if end.kind is not EndKind.CLEAN else got

@@ -3,14 +3,15 @@
 A round, given a :class:`~seglog.core.cleaning.LogToClean` chosen by the cleaner manager:
 
 0. **Pre-pass** over every segment's batch headers (:mod:`.header_pass`: the frame walk over
-   a read-only map; records are not decoded): a log holding transactional batches or control
-   records is refused with :class:`TransactionalDataError` before anything is written (seglog has no
-   transaction-aware cleaning yet, and cleaning such data without it would resurrect aborted
-   records); legacy v0/v1 entries likewise (:class:`LegacyFormatError`). The same pass finds
-   each idempotent producer's last data batch, which Kafka never removes (only empties) while
-   the producer is active (``producer.id.expiration.ms``).
-1. **Build the offset map** over ``[first_dirty_offset, first_uncleanable_offset)``: every
-   keyed record at or above the first dirty offset is put (key hash -> offset). When the map
+   a read-only map; records are not decoded): a log holding legacy v0/v1 entries is refused
+   with :class:`LegacyFormatError` before anything is written. The round's active producers
+   are the log's producer state, taken once per round (Kafka takes it per group; the log is
+   claimed, so only appends to the active segment could differ): the last entry of each is
+   never removed, only emptied.
+1. **Build the offset map** over ``[first_dirty_offset, first_uncleanable_offset)`` (which
+   never passes the last stable offset: the cleaner manager bounds it): every keyed record at
+   or above the first dirty offset is put (key hash -> offset), except the records of control
+   batches and of aborted transactions (``.txnindex``). When the map
    reaches its limit the build stops *before* the next keyed put; the round then covers only
    up to the last offset put (``end_offset = latest_offset + 1``), the next round goes on
    from there (partial cleaning). A fully read segment moves ``latest_offset`` to its end.
@@ -20,7 +21,13 @@ A round, given a :class:`~seglog.core.cleaning.LogToClean` chosen by the cleaner
 3. **Clean each group** into one ``{first base}.log.cleaned`` segment, reading in bounded
    chunks: per record, keep iff its offset is past the map's range, or it has a key and no
    later offset of that key is in the map, and (for a tombstone) its batch's delete horizon
-   has not passed. Per batch: copied byte for byte when nothing changes; rebuilt (same base
+   has not passed. Transactions (:mod:`seglog.core.txn_retention`, one state shared by every
+   group of the round, KAFKA-8351, fed with each source segment's ``.txnindex`` entries over
+   [its base, the next segment's base), KAFKA-13727): an aborted transaction's records go
+   unread; a commit or abort marker stays while its transaction still has a batch in the
+   round, then is stamped with a delete horizon and removed after it; the cleaned segment's
+   ``.txnindex`` gets the aborted transactions whose markers stay with data seen. Per batch:
+   copied byte for byte when nothing changes; rebuilt (same base
    and last offset, producer fields, codec) when records go or a horizon must be stamped
    (KIP-534: the first round that keeps a tombstone stamps ``now + delete.retention.ms``);
    kept as a 61-byte empty header when emptied but it is an active producer's last batch or
@@ -52,6 +59,7 @@ drive the same pieces through this class.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -75,13 +83,13 @@ from seglog.engine.cleaning.chunk_reader import READ_CHUNK_BYTES, ChunkReader
 from seglog.engine.cleaning.errors import (
     CleaningAbortedError,
     LegacyFormatError,
-    TransactionalDataError,
     UncleanableLogError,
 )
 from seglog.engine.cleaning.header_pass import HeaderPass, Producers
 from seglog.engine.cleaning.round_map import SUPERSEDED_MARKS_MAX, RoundMap
 from seglog.engine.cleaning.round_stats import CleanerStats
 from seglog.engine.cleaning.throttler import Throttler
+from seglog.engine.cleaning.txn_columns import TxnState, aborted_in, index_kept
 from seglog.engine.log import Log
 from seglog.format.columnar import RecordColumns
 from seglog.kernels import numba_enabled
@@ -100,7 +108,6 @@ __all__ = [
     "Producers",
     "RecordFilter",
     "Throttler",
-    "TransactionalDataError",
     "UncleanableLogError",
     "contains_sorted",
     "never_done",
@@ -119,6 +126,7 @@ class CleaningRound:
     producers: Producers
     groups: list[list[LogSegment]]
     stats: CleanerStats
+    txn: TxnState  # shared by every group, in order (KAFKA-8351)
 
 
 def never_done() -> None:
@@ -135,7 +143,7 @@ class Cleaner:
         *,
         clock: Clock,
         throttler: Throttler | None = None,
-        producer_id_expiration_ms: int = 24 * 3600 * 1000,
+        producer_id_expiration_ms: int = 24 * 3600 * 1000,  # the log's producer state expires
         read_chunk_bytes: int = READ_CHUNK_BYTES,
         max_read_chunk_bytes: int = 64 * 1024 * 1024,
         use_numba: bool | None = None,
@@ -144,7 +152,8 @@ class Cleaner:
         self.clock = clock
         self.throttler = throttler or Throttler(float("inf"))
         self.use_numba = numba_enabled() if use_numba is None else use_numba
-        self.header_pass = HeaderPass(producer_id_expiration_ms)
+        self.header_pass = HeaderPass()
+        self.producer_id_expiration_ms = producer_id_expiration_ms
         self.reader = ChunkReader(
             self.throttler,
             read_chunk_bytes=read_chunk_bytes,
@@ -189,18 +198,21 @@ class Cleaner:
         now_ms: int | None = None,
         check_done: Callable[[], None] = never_done,
         losers: npt.NDArray[np.int64] | None = None,
+        producers: Producers | None = None,
     ) -> CleaningRound:
         """Steps 0-2: the pre-pass, the map over the dirty range, the round's end and groups.
 
         With ``losers`` (a sorted array of every offset below ``first_uncleanable_offset``
         whose key has a later record there, from a key-sharded map build, see
         :mod:`seglog.engine.cleaning_job`) no map is built: the round covers the whole
-        cleanable range and a record's fate is read from the array.
+        cleanable range and a record's fate is read from the array. ``producers``: the
+        active producers as the driver of a cleaning job saw them (default: the log's now).
         """
         now = self.clock.now_ms() if now_ms is None else now_ms
         stats = CleanerStats(first_dirty_offset=to_clean.first_dirty_offset)
         stats.size_before_bytes = log.size_bytes()
-        producers = self.pre_pass(log, now)
+        active = self.pre_pass(log, now)
+        producers = active if producers is None else producers
         offset_map = self.use_strategy(log.config.compaction_strategy)
         offset_map.clear()
         upper_bound = to_clean.first_uncleanable_offset
@@ -243,6 +255,7 @@ class Cleaner:
             producers=producers,
             groups=[[by_base[f.base_offset] for f in group] for group in groups],
             stats=stats,
+            txn=TxnState(),
         )
 
     def finish_round(self, round_: CleaningRound) -> CleanerStats:
@@ -256,8 +269,9 @@ class Cleaner:
 
     # --- the steps, as the compactor and the Spark job drive them ---------------------------------
     def pre_pass(self, log: Log, now_ms: int) -> Producers:
-        """Step 0 (:mod:`.header_pass`): the active producers' last data batches."""
-        return self.header_pass.run(log, now_ms)
+        """Step 0 (:mod:`.header_pass`): the refusals, then the log's active producers."""
+        del now_ms  # the log's producer state applies expiry
+        return self.header_pass.run(log)
 
     def use_strategy(self, strategy: str) -> OffsetMap | VersionMap:
         """Make ``strategy`` (``compaction.strategy``) the round's; returns its map."""
@@ -301,11 +315,16 @@ class Cleaner:
         are deleted and the log is as it was."""
         log = round_.log
         cleaned = log.new_cleaned_segment(group[0].base_offset)
+        bases = [s.base_offset for s in log.segments]
+        next_base = dict(itertools.pairwise(bases))
+        txn = round_.txn
         try:
             decide = ChunkRules(
-                round_.now_ms, round_.horizon_ms, round_.upper_bound, round_.producers
+                round_.now_ms, round_.horizon_ms, round_.upper_bound, round_.producers, txn
             )
             for segment in group:
+                end = next_base.get(segment.base_offset, log.log_end_offset)
+                txn.add_aborted(aborted_in(log, segment.base_offset, end))
                 for position, columns in self.chunks(segment, 0, check_done):
                     buffers, spans, written = self.filter_chunk(
                         position, columns, round_.stats, decide
@@ -313,6 +332,7 @@ class Cleaner:
                     if spans:
                         cleaned.append(buffers, written, spans)
                         self.throttler.maybe_throttle(written)
+                    index_kept(cleaned, txn.take_kept_aborted())
             cleaned.on_become_inactive()
             cleaned.flush()
             cleaned.set_last_modified(group[-1].last_modified_ms())

@@ -476,7 +476,8 @@ def cleaning_candidate(
     tp: TopicPartition, log: Log, checkpoint: int | None, now_ms: int
 ) -> CleaningCandidate:
     """What the cleaner would do with ``log`` now: its cleanable range and dirty ratio, as
-    Kafka's ``LogCleanerManager`` computes them (``seglog spark stats`` reports them too)."""
+    Kafka's ``LogCleanerManager`` computes them (``seglog spark stats`` reports them too); the
+    range ends at or before the last stable offset."""
     facts = log.cleaner_segment_facts()
     config = log.config
     offsets = cleanable_offsets(
@@ -484,7 +485,9 @@ def cleaning_candidate(
         checkpoint=checkpoint,
         log_start_offset=log.log_start_offset,
         log_end_offset=log.log_end_offset,
-        high_watermark=log.high_watermark,
+        # Kafka's lastStableOffset: never clean past the high watermark nor into an open
+        # transaction (its data may still be aborted).
+        high_watermark=min(log.high_watermark, log.last_stable_offset),
         min_compaction_lag_ms=config.min_compaction_lag_ms,
         now_ms=now_ms,
     )

@@ -17,9 +17,5 @@ class UncleanableLogError(SeglogError):
     """The log cannot be cleaned; the partition is marked uncleanable with this reason."""
 
 
-class TransactionalDataError(UncleanableLogError):
-    """The log holds transactional batches or control records (no transaction-aware cleaning)."""
-
-
 class LegacyFormatError(UncleanableLogError):
     """The log holds legacy (v0/v1) entries, which this cleaner does not rewrite."""

@@ -5,7 +5,9 @@ offset``: key hash -> latest offset) or, for a KIP-280 strategy (``timestamp`` o
 ``header:<name>``), a :class:`~seglog.core.version_map.VersionMap` of the same memory, made on
 first use. The build over ``[start, end)`` stops *before* the put that would overfill the map;
 ``latest_offset`` then says how far the round reaches (partial cleaning), and
-``full_at_batch_base`` where it stopped.
+``full_at_batch_base`` where it stopped. Keys of control batches (transaction markers) and of
+aborted transactions' batches never enter the map (:func:`.txn_columns.map_key_lengths`, with
+the ``.txnindex`` entries of the mapped range), as in Kafka's ``buildOffsetMap``.
 
 Invariant of the superseded marks: one byte per offset from the first mapped one (up to
 :data:`SUPERSEDED_MARKS_MAX` offsets), set exactly when a record lost to a later put of its
@@ -26,6 +28,7 @@ from seglog.core.version_map import VersionMap
 from seglog.engine.cleaning.chunk_reader import ChunkReader
 from seglog.engine.cleaning.errors import UncleanableLogError
 from seglog.engine.cleaning.round_stats import CleanerStats
+from seglog.engine.cleaning.txn_columns import TxnState, aborted_in, map_key_lengths
 from seglog.engine.log import Log
 from seglog.format.columnar import RecordColumns
 from seglog.storage.segment import LogSegment
@@ -77,14 +80,22 @@ class RoundMap:
         )
         return out
 
-    def put(self, columns: RecordColumns, rows: int, min_offset: int) -> int:
-        """Put rows ``[0, rows)`` into the round's map; the row where it filled, else rows."""
+    def put(
+        self,
+        columns: RecordColumns,
+        rows: int,
+        min_offset: int,
+        key_length: npt.NDArray[np.int32] | None = None,
+    ) -> int:
+        """Put rows ``[0, rows)`` into the round's map (``key_length``: the columns' key
+        lengths with excluded rows at -1); the row where it filled, else rows."""
         the_map = self.active_map
+        lengths = columns.key_length if key_length is None else key_length
         if isinstance(the_map, VersionMap):
             return the_map.put_columns(
                 columns.data,
                 columns.key_position,
-                columns.key_length,
+                lengths,
                 columns.offset,
                 self.versions(columns),
                 stop_row=rows,
@@ -95,7 +106,7 @@ class RoundMap:
         return the_map.put_columns(
             columns.data,
             columns.key_position,
-            columns.key_length,
+            lengths,
             columns.offset,
             stop_row=rows,
             min_offset=min_offset,
@@ -132,7 +143,7 @@ class RoundMap:
         for segment in prior:
             for _, columns in reader.chunks(segment, 0, check_done):
                 rows = int(np.searchsorted(columns.offset, start))
-                stop = self.put(columns, rows, 0)
+                stop = self.put(columns, rows, 0, map_key_lengths(columns, TxnState()))
                 stats.map_messages_read += stop
                 stats.map_bytes_read += reader.consumed
                 if stop < rows:
@@ -140,6 +151,8 @@ class RoundMap:
                         f"{log.topic_partition}: the compacted copy has more keys than the "
                         f"map can take ({offset_map.limit}); raise log.cleaner.dedupe.buffer.size"
                     )
+        txn = TxnState()
+        txn.add_aborted(aborted_in(log, start, end))
         for i, segment in enumerate(dirty):
             check_done()
             segment_end = dirty[i + 1].base_offset if i + 1 < len(dirty) else end
@@ -147,7 +160,7 @@ class RoundMap:
             full = False
             for _, columns in reader.chunks(segment, from_position, check_done):
                 rows = int(np.searchsorted(columns.offset, end))  # offsets increase
-                stop = self.put(columns, rows, start)
+                stop = self.put(columns, rows, start, map_key_lengths(columns, txn))
                 stats.map_messages_read += stop
                 stats.map_bytes_read += reader.consumed
                 if stop < rows:

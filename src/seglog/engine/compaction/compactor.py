@@ -3,8 +3,9 @@
 
 A run over one partition, with the compaction horizon H0 of the published copy (-1: none):
 
-1. **Horizon.** H = the log end offset at the start, minus 1 (a batch end). Nothing after
-   H0: the run is a no-op.
+1. **Horizon.** H = the log end offset at the start, or the last stable offset when a
+   transaction is open below it, minus 1 (a batch end): the copy never holds a record whose
+   transaction is undecided. Nothing after H0: the run is a no-op.
 2. **Phase one** builds key -> latest offset over the log *after* H0 only (the previous copy
    already holds each older key's latest record), with the same bounded offset map as the
    Kafka-style cleaner (:class:`~seglog.engine.cleaning.cleaner.Cleaner`). When the map fills, the
@@ -22,6 +23,10 @@ A run over one partition, with the compaction horizon H0 of the published copy (
      reader that had not caught up still sees the delete (Pulsar drops it at once);
    * a **keyless** record is dropped, unless ``compaction.retain.null.key`` is true (Pulsar's
      ``topicCompactionRetainNullKey``);
+   * **transactions**: a record of an aborted transaction (``.txnindex``) never enters the
+     map nor the copy, and control batches (commit and abort markers) are not copied: every
+     record in the copy is committed, so a read-compacted reader needs no transaction
+     filtering below H;
    * **retention** of the copy: when the topic's policy includes ``delete`` and
      ``retention.ms`` >= 0, a record whose timestamp is older than ``now - retention.ms``
      leaves the copy too. So a key whose latest record is past retention disappears from
@@ -65,6 +70,7 @@ from seglog.engine.cleaning.cleaner import (
     RecordFilter,
     never_done,
 )
+from seglog.engine.cleaning.txn_columns import TxnState, aborted_in
 from seglog.engine.log import Log
 from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
 from seglog.errors import SeglogError, UnreadableFileError
@@ -165,17 +171,16 @@ class Compactor:
         cleaner = self.cleaner
         now = cleaner.clock.now_ms() if now_ms is None else now_ms
         started = time.monotonic()
-        # Transactional data needs transaction-aware folding (aborted records must never
-        # replace committed ones): refused, as the in-place cleaner refuses it.
-        cleaner.pre_pass(log, now)
+        cleaner.pre_pass(log, now)  # refuses what the cleaner refuses (legacy entries)
         store = copy_store(log) if store is None else store
         publication = store.published()
         previous = publication.horizon if publication else -1
         rebuild = cleaner_checkpoint is not None and cleaner_checkpoint > previous + 1
-        if rebuild and publication is not None and log.log_end_offset - 1 <= previous:
+        # The copy holds decided transactions only: never past the last stable offset.
+        horizon = min(log.log_end_offset, log.last_stable_offset) - 1
+        if rebuild and publication is not None and horizon <= previous:
             rebuild = False  # nothing new at all: the copy stays as published
         run = CompactionRun(previous_horizon=previous, horizon=previous, started_ms=now)
-        horizon = log.log_end_offset - 1
         if horizon <= previous and not rebuild:
             run.is_noop = True
             run.copy = publication.copy if publication else ""
@@ -200,7 +205,7 @@ class Compactor:
             horizon = self._build_map(log, start, horizon, stats, check_done, prior)
             run.horizon = horizon
             run.keys = the_map.size
-            run.is_partial = horizon < log.log_end_offset - 1
+            run.is_partial = horizon < min(log.log_end_offset, log.last_stable_offset) - 1
             copy_dir = store.new_copy_dir(horizon)
             run.copy = copy_dir.name
             min_timestamp = None
@@ -209,7 +214,9 @@ class Compactor:
             keep_keyless = config.compaction_retain_null_key
             writer = _CopyWriter(copy_dir, log)
             tombstone_horizon = delete_horizon_ms(now, config.delete_retention_ms)
-            sources: list[tuple[LogSegment, int, RecordFilter]] = [
+            # The previous copy holds no marker and no aborted data: its state stays empty.
+            copied_txn = TxnState()
+            sources: list[tuple[LogSegment, int, RecordFilter, TxnState]] = [
                 (
                     segment,
                     0,
@@ -217,7 +224,9 @@ class Compactor:
                         max_offset=previous_folded,
                         keep_keyless=keep_keyless,
                         min_timestamp_ms=min_timestamp,
+                        drop_control=True,
                     ),
+                    copied_txn,
                 )
                 for segment in old_segments
             ]
@@ -226,11 +235,14 @@ class Compactor:
                 max_offset=horizon,
                 keep_keyless=keep_keyless,
                 min_timestamp_ms=min_timestamp,
+                drop_control=True,
             )
+            tail_txn = TxnState()
+            tail_txn.add_aborted(aborted_in(log, start, horizon + 1))
             for segment in _segments_holding(log, start, horizon):
                 _, position = segment.offset_index.lookup(start)
-                sources.append((segment, position, tail))
-            for segment, position, rules in sources:
+                sources.append((segment, position, tail, tail_txn))
+            for segment, position, rules, txn in sources:
                 for chunk_position, columns in cleaner.chunks(segment, position, check_done):
                     if len(columns) and int(columns.offset[0]) > rules.max_offset:
                         break
@@ -238,7 +250,7 @@ class Compactor:
                         chunk_position,
                         columns,
                         stats,
-                        ChunkRules(now, tombstone_horizon, -2, Producers({}), rules),
+                        ChunkRules(now, tombstone_horizon, -2, Producers({}), txn, rules),
                     )
                     if spans:
                         writer.append(buffers, spans, written)
