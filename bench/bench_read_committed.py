@@ -63,7 +63,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="50,000 records, 3 rounds")
-    args = parser.parse_args(argv)
+    args, _ = parser.parse_known_args(argv)  # run_all passes the other benchmarks' options
     if args.quick:
         args.records, args.repeat = 50_000, 3
     return args

@@ -29,9 +29,12 @@ from bench import (
     bench_format,
     bench_hash,
     bench_object_store,
+    bench_read_committed,
     bench_spark_compaction,
     bench_spark_source,
     bench_storage,
+    bench_transactions,
+    bench_txn_cleaner,
 )
 
 BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
@@ -46,6 +49,9 @@ BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "cli_consume": bench_cli_consume.main,
     "object_store": bench_object_store.main,
     "cli_produce": bench_cli_produce.main,
+    "transactions": bench_transactions.main,
+    "txn_cleaner": bench_txn_cleaner.main,
+    "read_committed": bench_read_committed.main,
 }
 
 
