@@ -38,6 +38,29 @@ def producer_batch(
     return builder.build()
 
 
+def _append(
+    log: Log,
+    producer_id: int,
+    producer_epoch: int,
+    base_sequence: int,
+    records: Sequence[Record],
+    *,
+    transactional: bool,
+    timestamp_ms: int | None,
+) -> LogAppendInfo:
+    ts = log.clock.now_ms() if timestamp_ms is None else timestamp_ms
+    return log.append(
+        producer_batch(
+            records,
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            base_sequence=base_sequence,
+            transactional=transactional,
+            timestamp_ms=ts,
+        )
+    )
+
+
 def append_idempotent(
     log: Log,
     producer_id: int,
@@ -48,16 +71,14 @@ def append_idempotent(
     timestamp_ms: int | None = None,
 ) -> LogAppendInfo:
     """Append one idempotent (non-transactional) batch."""
-    ts = log.clock.now_ms() if timestamp_ms is None else timestamp_ms
-    return log.append(
-        producer_batch(
-            records,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            base_sequence=base_sequence,
-            transactional=False,
-            timestamp_ms=ts,
-        )
+    return _append(
+        log,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        records,
+        transactional=False,
+        timestamp_ms=timestamp_ms,
     )
 
 
@@ -71,14 +92,12 @@ def append_transactional(
     timestamp_ms: int | None = None,
 ) -> LogAppendInfo:
     """Append one transactional batch (it opens the producer's transaction if none is)."""
-    ts = log.clock.now_ms() if timestamp_ms is None else timestamp_ms
-    return log.append(
-        producer_batch(
-            records,
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            base_sequence=base_sequence,
-            transactional=True,
-            timestamp_ms=ts,
-        )
+    return _append(
+        log,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        records,
+        transactional=True,
+        timestamp_ms=timestamp_ms,
     )
