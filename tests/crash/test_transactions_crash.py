@@ -23,10 +23,13 @@ from pathlib import Path
 import pytest
 
 from seglog.clock import ManualClock
+from seglog.config import LogConfig
 from seglog.core.isolation import IsolationLevel
 from seglog.core.producer_state import ProducerStateManager
 from seglog.engine.log import Log
 from seglog.engine.log_manager import LogManager, open_log_dirs
+from seglog.format.topic_names import TopicPartition
+from seglog.storage.producer_snapshots import list_snapshot_offsets
 from seglog.storage.producer_state_replay import rebuild_producer_state, replay_segment
 from seglog.testing.crash import (
     SimulatedCrash,
@@ -77,30 +80,7 @@ def _check(directory: Path, reference: set[bytes]) -> None:
     manager = open_log_dirs([directory], overrides=OVERRIDES, clock=ManualClock(T0))
     try:
         log = manager.get_log("tx", 0)
-        rebuilt = ProducerStateManager("tx-0", expiration_ms=1 << 62)
-        rebuild_producer_state(
-            rebuilt,
-            log.directory,
-            log.segments,
-            log_start_offset=log.log_start_offset,
-            up_to=log.log_end_offset,
-            now_ms=T0,
-            trust_snapshots_below=-1,
-            remove_damaged=False,
-            problems=[],
-        )
-        assert log.producer_state.snapshot_entries() == rebuilt.snapshot_entries()
-        replayed = ProducerStateManager("tx-0", expiration_ms=1 << 62)
-        replayed.clear(log.log_start_offset)
-        segments = log.segments
-        for i, segment in enumerate(segments):
-            end = segments[i + 1].base_offset if i + 1 < len(segments) else log.log_end_offset
-            aborted = replay_segment(replayed, segment, segment.base_offset, end)
-            # entries of transactions that began before the log start are only in the files
-            on_disk = [
-                t for t in segment.txn_index.entries() if t.first_offset >= log.log_start_offset
-            ]
-            assert on_disk == [t for t in aborted if t.first_offset >= log.log_start_offset]
+        _assert_state_matches_the_log(log)
         committed = _committed(log)
         assert set(committed) <= reference
         assert len(committed) == len(set(committed))
@@ -108,6 +88,33 @@ def _check(directory: Path, reference: set[bytes]) -> None:
         assert leftovers == []
     finally:
         manager.close()
+
+
+def _assert_state_matches_the_log(log: Log) -> None:
+    """Producer state equals a rebuild from the log alone; every ``.txnindex`` holds exactly
+    the entries the markers in its segment make."""
+    rebuilt = ProducerStateManager("tx-0", expiration_ms=1 << 62)
+    rebuild_producer_state(
+        rebuilt,
+        log.directory,
+        log.segments,
+        log_start_offset=log.log_start_offset,
+        up_to=log.log_end_offset,
+        now_ms=T0,
+        trust_snapshots_below=-1,
+        remove_damaged=False,
+        problems=[],
+    )
+    assert log.producer_state.snapshot_entries() == rebuilt.snapshot_entries()
+    replayed = ProducerStateManager("tx-0", expiration_ms=1 << 62)
+    replayed.clear(log.log_start_offset)
+    segments = log.segments
+    for i, segment in enumerate(segments):
+        end = segments[i + 1].base_offset if i + 1 < len(segments) else log.log_end_offset
+        aborted = replay_segment(replayed, segment, segment.base_offset, end)
+        # entries of transactions that began before the log start are only in the files
+        on_disk = [t for t in segment.txn_index.entries() if t.first_offset >= log.log_start_offset]
+        assert on_disk == [t for t in aborted if t.first_offset >= log.log_start_offset]
 
 
 @pytest.fixture(scope="module")
@@ -162,3 +169,62 @@ def test_crash_at_every_operation_of_a_transactional_workload(
         _check(directory, committed)
         shutil.rmtree(directory)
     assert crashed >= count - 8, (crashed, count)
+
+
+def _truncation_fixture(directory: Path) -> Log:
+    log = Log.open(
+        directory / "tx-0",
+        TopicPartition("tx", 0),
+        LogConfig(segment_bytes=1024),
+        clock=ManualClock(T0),
+    )
+    for round_ in range(4):
+        append_transactional(
+            log, 1, 0, 3 * round_, [(b"t%d-%d" % (round_, i), b"v" * 40) for i in range(3)]
+        )
+        log.append_marker(1, 0, commit=round_ % 2 == 0, coordinator_epoch=0)
+        append_idempotent(log, 2, 0, round_, [(b"i%d" % round_, b"v" * 40)])
+    return log
+
+
+@pytest.mark.crash
+def test_crash_at_every_operation_of_a_truncation(tmp_path: Path) -> None:
+    """``truncate_to`` on a transactional log (snapshots above the new end deleted first,
+    segments dropped, the tail cut, its ``.txnindex`` trimmed) crashed before each of its file
+    operations: the reopened log's producer state and ``.txnindex`` match a rebuild from the
+    log, and no snapshot lies above its end."""
+    reference = _truncation_fixture(tmp_path / "reference")
+    bases = [b.base_offset for seg in reference.segments for b in seg.iter_batches(0, seg.size)]
+    target = bases[len(bases) // 2]  # a batch boundary in the middle of the log
+    assert len(reference.segments) >= 2
+    with count_operations() as ops:
+        reference.truncate_to(target)
+    reference.close()
+    assert ops.count > 3
+    for n in range(1, ops.count + 1):
+        directory = tmp_path / f"trial-{n}"
+        log = _truncation_fixture(directory)
+        log.flush()
+        point = log.recovery_point
+        fds = open_fds()
+        with crash_at(n) as hook:
+            with pytest.raises(SimulatedCrash):
+                log.truncate_to(target)
+            assert hook.crash_point is not None
+        close_fds_opened_since(fds, directory)
+        reopened = Log.open(
+            directory / "tx-0",
+            TopicPartition("tx", 0),
+            LogConfig(segment_bytes=1024),
+            clock=ManualClock(T0),
+            recovery_point=point,
+        )
+        try:
+            assert target <= reopened.log_end_offset <= point  # cut whole, in part, or not
+            _assert_state_matches_the_log(reopened)
+            assert all(
+                o <= reopened.log_end_offset for o in list_snapshot_offsets(reopened.directory)
+            )
+        finally:
+            reopened.close()
+        shutil.rmtree(directory)

@@ -37,6 +37,9 @@ class LogTruncation(LogState):
                         f"batch of offsets {location.first_offset}-{location.last_offset}; "
                         f"truncate to {location.first_offset} or {location.last_offset + 1}"
                     )
+            # Snapshots above the new end go first: one left behind by a crash would describe
+            # offsets that new appends will reuse.
+            delete_snapshots_outside(self.directory, 0, offset)
             removed = 0
             segments = self._list.segments
             keep = [s for s in segments if s.base_offset < offset]
@@ -59,7 +62,6 @@ class LogTruncation(LogState):
             self._truncations += 1
             self._epochs = [e for e in self._epochs if e.start_offset < offset]
             write_leader_epochs(self.directory, self._epochs)
-            delete_snapshots_outside(self.directory, 0, offset)
             fsync_directory(self.directory)
             self._reload_producer_state()
             return removed
