@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from seglog.errors import (
     InvalidProducerEpochError,
@@ -109,6 +109,38 @@ class DataBatch(NamedTuple):
         """The batch's last sequence (wrapping at int32 max)."""
         last = self.base_sequence + (self.last_offset - self.first_offset)
         return last - INT32_MAX - 1 if last > INT32_MAX else last
+
+
+class _ProducerFields(Protocol):
+    """What :func:`producer_fields` reads of a v2 batch header."""
+
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def base_sequence(self) -> int: ...
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def max_timestamp(self) -> int: ...
+    @property
+    def is_transactional(self) -> bool: ...
+
+
+def producer_fields(batch: _ProducerFields) -> DataBatch:
+    """The producer fields of a v2 data batch (a decoded header)."""
+    return DataBatch(
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.base_sequence,
+        batch.base_offset,
+        batch.last_offset,
+        batch.max_timestamp,
+        batch.is_transactional,
+    )
 
 
 class CompletedTxn(NamedTuple):

@@ -80,6 +80,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from seglog.core.producer_state import ProducerStateManager
 from seglog.errors import InvalidFileNameError, SeglogError
 from seglog.format.names import (
     CLEANED_SUFFIX,
@@ -218,6 +219,9 @@ class LoadedLog:
     log_end_offset: int
     recovery_point: int
     report: LoadReport
+    #: producer state up to the log end offset, when recovery rebuilt it (the log adopts it
+    #: instead of replaying the same batches again)
+    producer_state: ProducerStateManager | None = None
 
 
 def _offset_or_none(name: str) -> int | None:
@@ -646,12 +650,27 @@ def _finish_load(
     log_start_offset = max(log_start_offset, segments[0].base_offset)
     segments[-1].make_active()
     if writable:
-        recovered = {r.base_offset for r in report.recovered}
-        rebuild_txn_indexes(directory, segments, recovered, log_start_offset, now_ms)
+        live = {segment.base_offset for segment in segments}
+        recovered = {r.base_offset: r.producer_batches for r in report.recovered}
+        rebuilt = rebuild_txn_indexes(
+            directory,
+            segments,
+            {base: seen for base, seen in recovered.items() if base in live},
+            log_start_offset,
+            now_ms,
+            report.snapshot_problems,
+        )
         # Snapshots go with their segments (one below the first segment is a leftover of an
         # interrupted deletion) and never lie above the log end (a cut tail took their data).
         removed = delete_snapshots_outside(directory, segments[0].base_offset, log_end_offset)
         report.removed_files.extend(snapshot_file_name(offset) for offset in removed)
     if writable and (report.removed_files or report.dropped_segments):
         fsync_directory(directory)
-    return LoadedLog(segments, log_start_offset, log_end_offset, recovery_point, report)
+    return LoadedLog(
+        segments,
+        log_start_offset,
+        log_end_offset,
+        recovery_point,
+        report,
+        rebuilt if writable else None,
+    )

@@ -65,6 +65,7 @@ import numpy as np
 import numpy.typing as npt
 
 from seglog.core.append_validation import BatchSpan
+from seglog.core.producer_state import DataBatch, producer_fields
 from seglog.errors import (
     CorruptRecordError,
     InvalidRecordError,
@@ -147,6 +148,10 @@ class SegmentRecovery:
     # recover(stop_at_overflow=True) stopped, changing nothing, at a valid batch here whose
     # offsets overflow the segment's int32 relative offsets (the loader splits the segment)
     overflow_position: int | None = None
+    # the valid batches with a producer id, in order: a data batch's producer fields, a
+    # control batch's bytes (recovery replays them into the producer state without a
+    # second read of the segment)
+    producer_batches: tuple[DataBatch | bytes, ...] = ()
 
 
 class _IndexPlan(NamedTuple):
@@ -742,6 +747,7 @@ class LogSegment:
         end_reason = "end of data"
         position = 0
         chunk = 4 * SCAN_CHUNK_BYTES * 16
+        producer_batches: list[DataBatch | bytes] = []
         while position < self.size:
             buf = self.read_at(position, min(chunk, self.size - position))
             # Positions come relative to ``buf`` (no per-batch copy to rebase them); the file
@@ -790,6 +796,11 @@ class LogSegment:
                 valid_bytes = at + batch.size_in_bytes
                 next_offset = batch.last_offset + 1
                 batches += 1
+                if batch.magic == MAGIC_V2 and batch.producer_id >= 0:
+                    # kept for the producer state: a marker whole (78 bytes), data as fields
+                    producer_batches.append(
+                        bytes(batch.raw) if batch.is_control else producer_fields(batch)
+                    )
             else:
                 assert reader.end is not None
                 end = reader.end
@@ -815,7 +826,13 @@ class LogSegment:
         self.offset_index.trim()
         self.time_index.trim()
         return SegmentRecovery(
-            self.base_offset, valid_bytes, truncated, batches, next_offset, end_reason
+            self.base_offset,
+            valid_bytes,
+            truncated,
+            batches,
+            next_offset,
+            end_reason,
+            producer_batches=tuple(producer_batches),
         )
 
     def _truncate_log(self, size: int) -> None:

@@ -150,7 +150,12 @@ class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
         self._initial_recovery_point = (
             loaded.recovery_point if initial_recovery_point is None else initial_recovery_point
         )
-        if writable:  # appends check against it: build it now (a read-only log on first use)
+        if loaded.producer_state is not None:  # recovery rebuilt it up to the log end
+            state = loaded.producer_state
+            state.expiration_ms = producer_id_expiration_ms
+            state.remove_expired(clock.now_ms())
+            self._producer_state = state
+        elif writable:  # appends check against it: build it now (a read-only log on first use)
             _ = self.producer_state
         self.active_segment.roll_jitter_ms = self._draw_jitter()
         if writable:  # a new log's first segment (Kafka preallocates it at load too)
