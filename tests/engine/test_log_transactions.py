@@ -235,3 +235,19 @@ def test_producer_expiration(tmp_path: Path, clock: ManualClock) -> None:
     # an expired producer is unknown again: it must restart at sequence 0
     with pytest.raises(UnknownProducerIdError):
         append_idempotent(log, 1, 0, 1, [(b"a", b"1")])
+
+
+def test_a_damaged_snapshot_is_named_in_the_load_summary(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    log = open_log(tmp_path, clock)
+    append_idempotent(log, 1, 0, 0, [(b"a", b"1")])
+    log.close()
+    path = log.directory / "00000000000000000001.snapshot"
+    path.write_bytes(b"\x00\x07" + path.read_bytes()[2:])  # an unknown version
+    reopened = open_log(tmp_path, clock, had_clean_shutdown=True, recovery_point=1)
+    summary = reopened.load_report.summary()
+    assert "producer snapshot 00000000000000000001.snapshot: skipped" in summary
+    assert "version 7" in summary
+    assert reopened.producer_state.entry(1) is not None  # rebuilt from the log
+    reopened.close()

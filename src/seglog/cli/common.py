@@ -341,6 +341,7 @@ def report_recovery(manager: LogManager) -> None:
                 or report.removed_files
                 or report.completed_swaps
                 or report.rebuilt_indexes
+                or report.snapshot_problems
             )
         if wanted:
             print(f"seglog: recovery: {report.summary()}", file=sys.stderr)

@@ -187,6 +187,7 @@ class LoadReport:
         if self.dropped_segments:
             parts.append(f"dropped {len(self.dropped_segments)} segment(s) after a cut")
         parts.extend(self.split_segments)
+        parts.extend(f"producer snapshot {problem}" for problem in self.snapshot_problems)
         parts.extend(f"RECORDS LOST: {lost}" for lost in self.lost_ranges)
         return "; ".join(parts)
 
