@@ -151,10 +151,9 @@ class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
             loaded.recovery_point if initial_recovery_point is None else initial_recovery_point
         )
         if loaded.producer_state is not None:  # recovery rebuilt it up to the log end
-            state = loaded.producer_state
-            state.expiration_ms = producer_id_expiration_ms
-            state.remove_expired(clock.now_ms())
-            self._producer_state = state
+            # (as a replay does, it expires nobody: the periodic check does, as in Kafka)
+            loaded.producer_state.expiration_ms = producer_id_expiration_ms
+            self._producer_state = loaded.producer_state
         elif writable:  # appends check against it: build it now (a read-only log on first use)
             _ = self.producer_state
         self.active_segment.roll_jitter_ms = self._draw_jitter()
