@@ -194,16 +194,6 @@ def test_a_typo_in_the_value_fails_the_spark_read(
     assert "read_committed" in str(error.value)
 
 
-def test_tiered_storage_refuses_read_committed(tmp_path: Path) -> None:
-    from seglog.spark.tiered_source import parse_tiered_options
-    from seglog.storage.tiered_layouts import LAYOUTS
-
-    options = {"tieredStorage": LAYOUTS[0], "path": str(tmp_path), "subscribe": TOPIC}
-    assert parse_tiered_options(options).source.isolation_level == "read_uncommitted"
-    with pytest.raises(SparkOptionError, match="not supported with 'tieredStorage'"):
-        parse_tiered_options({**options, "kafka.isolation.level": "read_committed"})
-
-
 def test_streaming_read_committed_reads_up_to_the_lso(
     spark: Any, written: tuple[Path, Written], tmp_path: Path
 ) -> None:

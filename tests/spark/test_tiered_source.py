@@ -18,6 +18,7 @@ import pytest
 from corpus_location import corpus_root
 from seglog.engine.log_manager import open_log_dirs
 from seglog.errors import EncryptedRemoteSegmentError, IcebergRemoteSegmentError
+from seglog.format.txn_index import decode_txn_index
 from seglog.spark.arrow_reader import RangeRequest, read_range
 from seglog.spark.tiered_source import TieredBatchReader, parse_tiered_options
 from support.tiered_buckets import (
@@ -231,3 +232,86 @@ def test_aiven_bucket_on_s3_with_metadata_and_spark(
     assert got.column("offset").to_pylist() == expected.column("offset").to_pylist()
     assert got.column("value").to_pylist() == expected.column("value").to_pylist()
     assert got.column("key").to_pylist() == expected.column("key").to_pylist()
+
+
+def _write_transactional_log(root: Path) -> Path:
+    """Two transactional producers and plain records over many small segments; producer 7's
+    transactions span two rounds and abort every other time, so an ABORT marker (and its
+    ``.txnindex`` entry) lies in a later segment than part of its data."""
+    from seglog.testing.transactions import append_transactional
+
+    data = root / "data"
+    with open_log_dirs([data]) as manager:
+        manager.create_topic(TOPIC, 1, {"segment.bytes": "1024"})
+        log = manager.get_log(TOPIC, 0)
+        sequences = {7: 0, 8: 0}
+        for round_ in range(10):
+            for pid in (7, 8):
+                records = [(b"p%d-%d-%d" % (pid, round_, i), b"x" * 60) for i in range(3)]
+                append_transactional(log, pid, 0, sequences[pid], records)
+                sequences[pid] += 3
+            log.append_records([(b"plain-%d" % round_, b"y" * 60)])
+            if round_ % 2:  # producer 7's transactions span two rounds (two segments)
+                log.append_marker(7, 0, commit=round_ % 4 == 1, coordinator_epoch=0)
+            log.append_marker(8, 0, commit=True, coordinator_epoch=0)
+        log.roll()
+    return data
+
+
+@pytest.mark.parametrize("layout", ["aiven", "local-tiered-storage"])
+def test_read_committed_from_a_bucket_leaves_aborted_transactions_out(
+    tmp_path: Path, layout: str
+) -> None:
+    data = _write_transactional_log(tmp_path)
+    segments = closed_segments(data / f"{TOPIC}-0")
+    assert len(segments) >= 4 and any(".txnindex" in s.files for s in segments)
+    location = tmp_path / "bucket"
+    if layout == "aiven":
+        write_aiven(location, TOPIC, TOPIC_ID, 0, segments, chunk_size=1024)
+    else:
+        write_local_tiered(location, TOPIC, TOPIC_ID, 0, segments)
+    options = {"tieredStorage": layout, "path": str(location), "subscribe": TOPIC}
+    end = segments[-1].end + 1
+    committed = _rows({**options, "kafka.isolation.level": "read_committed"})
+    oracle_request = RangeRequest((str(data),), None, TOPIC, 0, 0, end, read_committed=True)
+    oracle = pa.Table.from_batches(list(read_range(oracle_request))).sort_by("offset")
+    assert committed.equals(oracle)
+    keys = [k.decode() for k in committed.column("key").to_pylist()]
+    aborted_rounds = ("p7-2-", "p7-3-", "p7-6-", "p7-7-")
+    assert not any(k.startswith(aborted_rounds) for k in keys)
+    assert any(k.startswith("p7-0-") for k in keys) and any(k.startswith("p8-") for k in keys)
+    # some aborted transaction began in an earlier segment than its ABORT marker's
+    assert any(
+        txn.first_offset < s.base
+        for s in segments
+        if ".txnindex" in s.files
+        for txn in decode_txn_index(s.files[".txnindex"].read_bytes(), path="x")
+    )
+    uncommitted = _rows(options)
+    assert uncommitted.num_rows > committed.num_rows  # the aborted rows are there to leave out
+
+
+def test_read_committed_with_local_path_ends_at_the_local_lso(tmp_path: Path) -> None:
+    """The remote pieces and the local log together: an ABORT whose entry is only in the local
+    log still drops its remote data, and the open transaction bounds the read."""
+    from seglog.testing.transactions import append_transactional
+
+    data = _write_transactional_log(tmp_path)
+    segments = closed_segments(data / f"{TOPIC}-0")
+    with open_log_dirs([data]) as manager:
+        log = manager.get_log(TOPIC, 0)
+        append_transactional(log, 7, 0, 30, [(b"open", b"z")])  # stays open
+        lso = log.last_stable_offset
+    bucket = tmp_path / "bucket"
+    write_aiven(bucket, TOPIC, TOPIC_ID, 0, segments[:-2], chunk_size=1024)
+    local = tmp_path / "local"
+    shutil.copytree(data, local)
+    for closed in segments[:-2]:  # the broker deleted its local copy of the uploaded ones
+        for path in closed.files.values():
+            (local / f"{TOPIC}-0" / path.name).unlink()
+    got = _rows({"tieredStorage": "aiven", "path": str(bucket), "subscribe": TOPIC,
+                 "localPath": str(local), "kafka.isolation.level": "read_committed"})  # fmt: skip
+    oracle_request = RangeRequest((str(data),), None, TOPIC, 0, 0, lso, read_committed=True)
+    oracle = pa.Table.from_batches(list(read_range(oracle_request))).sort_by("offset")
+    assert got.equals(oracle)
+    assert b"open" not in got.column("key").to_pylist()

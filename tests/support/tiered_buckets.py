@@ -125,6 +125,8 @@ def write_aiven(
             ("producerSnapshot", b""),
             ("leaderEpoch", _epoch_checkpoint(seg.base)),
         ]
+        if ".txnindex" in seg.files:  # the plugin stores it only when the segment has one
+            parts.append(("transaction", _read(seg.files[".txnindex"])))
         manifest: dict[str, object] = {
             "version": "1",
             "chunkIndex": index,
@@ -132,7 +134,8 @@ def write_aiven(
         }
         if legacy:
             suffixes = {"offset": "index", "timestamp": "timeindex", "producerSnapshot": "snapshot",
-                        "leaderEpoch": "leader-epoch-checkpoint"}  # fmt: skip
+                        "leaderEpoch": "leader-epoch-checkpoint",
+                        "transaction": "txnindex"}  # fmt: skip
             for name, raw in parts:
                 Path(f"{stem}.{suffixes[name]}").write_bytes(raw)
         else:
@@ -140,7 +143,7 @@ def write_aiven(
             for name, raw in parts:
                 spans[name] = {"position": position, "size": len(raw)}
                 position += len(raw)
-            spans["transaction"] = None  # type: ignore[assignment]
+            spans.setdefault("transaction", None)  # type: ignore[arg-type]
             Path(f"{stem}.indexes").write_bytes(b"".join(raw for _, raw in parts))
             manifest["segmentIndexes"] = spans
         if with_metadata:

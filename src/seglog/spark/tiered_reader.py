@@ -12,7 +12,9 @@ A segment read from its start (the piece may begin mid-segment: its earlier rows
 decoded and dropped; seeking by the offset index is left for later).
 
 Damage raises :class:`~seglog.errors.CorruptRecordError` naming the object, never stops
-silently: a torn tail at the end of the segment, a corrupt batch anywhere.
+silently: a torn tail at the end of the segment, a corrupt batch anywhere. With the
+partition's aborted transactions (``read_committed``), their batches' rows are dropped
+(:meth:`~seglog.core.aborted_batches.AbortedIntervals.without_aborted_rows`).
 """
 
 from __future__ import annotations
@@ -22,9 +24,11 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from seglog.core.aborted_batches import AbortedIntervals
 from seglog.errors import CorruptRecordError
 from seglog.format.columnar import scan_columns
 from seglog.format.reader import EndKind
+from seglog.format.txn_index import AbortedTxn
 from seglog.spark.arrow_reader import (
     BATCH_ROWS_DEFAULT,
     RangeRequest,
@@ -45,6 +49,8 @@ class RemotePieceRequest:
     start: int
     last: int | None
     include_headers: bool = False
+    #: read_committed: the partition's aborted transactions (their batches' rows are dropped)
+    aborted: tuple[AbortedTxn, ...] = ()
 
 
 def read_remote_piece(
@@ -72,6 +78,7 @@ def read_remote_piece(
         batch_rows,
     )
     order = _OrderCheck(f"{segment.topic}-{segment.partition}", name)
+    aborted = AbortedIntervals(request.aborted)
     pending = b""
     consumed = 0  # segment position of pending[0]
     for window_bytes in iter_segment_bytes(request.files, segment, window):
@@ -83,8 +90,11 @@ def read_remote_piece(
             )
         if len(columns.batches):
             order.check(columns, request.start, in_copy=False)
+            last_offset = int(columns.batches.last_offset[-1])
+            if aborted:
+                columns = aborted.without_aborted_rows(columns)
             yield from builder.batches(columns, request.start, end)
-            if int(columns.batches.last_offset[-1]) + 1 >= end:
+            if last_offset + 1 >= end:
                 return
         pending = bytes(data[columns.end.position :])
         consumed += columns.end.position

@@ -27,6 +27,12 @@ JSON; the timestamp forms raise :class:`~seglog.errors.SparkOptionError` in this
 time index is consulted yet). Filters are never pushed down (Spark applies them all).
 One input partition per piece (one segment, or the part of it in range) plus one per local
 range.
+
+``kafka.isolation.level=read_committed``: remote segments hold only decided transactions (a
+broker uploads segments below its last stable offset); the partition's aborted transactions
+(each uploaded segment's ``transaction`` index, plus the local log's ``.txnindex`` files) go
+with every piece, whose reader drops the aborted batches' rows as a log directory's reader
+does. The local part ends at its last stable offset.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from seglog.core.tiered_selection import (
 )
 from seglog.errors import DataLossError, SparkOptionError, UnknownTopicError
 from seglog.format.remote_log_metadata import RemoteLogMetadata
+from seglog.format.txn_index import AbortedTxn, decode_txn_index
 from seglog.spark.arrow_reader import RangeRequest, read_range
 from seglog.spark.offset_ranges import OffsetRange
 from seglog.spark.options import (
@@ -57,9 +64,9 @@ from seglog.spark.options import (
 )
 from seglog.spark.planning import RangePartition, open_manager, range_partitions
 from seglog.spark.tiered_reader import RemotePieceRequest, read_remote_piece
-from seglog.storage.remote_files import open_remote
+from seglog.storage.remote_files import RemoteFiles, open_remote
 from seglog.storage.remote_log_metadata_log import read_remote_log_metadata
-from seglog.storage.tiered_layouts import LAYOUTS, RemoteSegment, list_segments
+from seglog.storage.tiered_layouts import LAYOUTS, RemoteSegment, list_segments, read_index
 
 _TIERED_KEYS = ("tieredstorage", "remotelogmetadata", "localpath")
 TP = tuple[str, int]
@@ -110,13 +117,6 @@ def parse_tiered_options(options: Mapping[str, str]) -> TieredOptions:
                 f"option {spec.option!r}: timestamps are not supported with 'tieredStorage' "
                 "yet; give offsets"
             )
-    if source.isolation_level is not IsolationLevel.READ_UNCOMMITTED:
-        # Tiered segments carry their transaction indexes, but this reader does not apply
-        # them yet: refused rather than read aborted records under a committed name.
-        raise SparkOptionError(
-            "option 'kafka.isolation.level': read_committed is not supported with "
-            "'tieredStorage' yet; use read_uncommitted (the default)"
-        )
     return TieredOptions(
         layout,
         location,
@@ -215,7 +215,9 @@ def plan_tiered(options: TieredOptions) -> list[InputPartition]:
         records = read_remote_log_metadata(
             open_remote(options.metadata_location, dict(options.store_options))
         )
+    committed = source.isolation_level is IsolationLevel.READ_COMMITTED
     local_bounds: dict[TP, tuple[int, int]] = {}
+    local_aborted: dict[TP, list[AbortedTxn]] = {}
     if options.local_dirs:
         local_source = parse_source_options(
             {"path": ",".join(options.local_dirs), "subscribepattern": ".*"}, is_streaming=False
@@ -227,8 +229,12 @@ def plan_tiered(options: TieredOptions) -> list[InputPartition]:
                         log = manager.get_log(topic, partition)
                         local_bounds[(topic, partition)] = (
                             log.log_start_offset,
-                            log.log_end_offset,
+                            log.last_stable_offset if committed else log.log_end_offset,
                         )
+                        if committed:
+                            local_aborted[(topic, partition)] = log.aborted_transactions(
+                                log.log_start_offset, log.log_end_offset
+                            )
     if source.strategy.kind is StrategyKind.SUBSCRIBE:
         found = {t for t, _ in per_tp} | {t for t, _ in local_bounds}
         missing = [t for t in source.strategy.topics if t not in found]
@@ -242,9 +248,12 @@ def plan_tiered(options: TieredOptions) -> list[InputPartition]:
     for tp in sorted(set(per_tp) | set(local_bounds)):
         pieces: list[ReadPiece] = []
         by_id: dict[str, RemoteSegment] = {}
+        aborted: tuple[AbortedTxn, ...] = ()
         if tp in per_tp:
             candidates, by_id = _candidates(tp, per_tp[tp], records, options)
             pieces = plan_remote_reads(candidates)
+            if committed:
+                aborted = _aborted_transactions(files, per_tp[tp], local_aborted.get(tp, []))
         local = local_bounds.get(tp)
         low = pieces[0].start if pieces else (local[0] if local else 0)
         remote_end = _piece_end(pieces[-1], by_id) if pieces else low
@@ -263,6 +272,7 @@ def plan_tiered(options: TieredOptions) -> list[InputPartition]:
                     first,
                     None if open_ended else stop,
                     source.include_headers,
+                    aborted,
                 )
                 out.append(PiecePartition(request))
         if local is not None and max(start, local[0]) < min(end, local[1]):
@@ -270,11 +280,27 @@ def plan_tiered(options: TieredOptions) -> list[InputPartition]:
     if local_ranges:
         local_source = parse_source_options(
             {"path": ",".join(options.local_dirs), "subscribepattern": ".*",
-             "includeheaders": str(source.include_headers).lower()},
+             "includeheaders": str(source.include_headers).lower(),
+             "kafka.isolation.level": source.isolation_level.value},
             is_streaming=False,
         )  # fmt: skip
         out.extend(range_partitions(local_source, local_ranges))
     return out
+
+
+def _aborted_transactions(
+    files: RemoteFiles, segments: list[RemoteSegment], local: list[AbortedTxn]
+) -> tuple[AbortedTxn, ...]:
+    """Every aborted transaction of a partition: the ``transaction`` index of each uploaded
+    segment (a transaction's entry lives with its ABORT marker, which may lie in a later
+    segment, or in the local log) plus the local log's; the same entry from overlapping
+    uploads once. Small: one entry per aborted transaction."""
+    found: set[AbortedTxn] = set(local)
+    for segment in segments:
+        data = read_index(files, segment, "transaction")
+        if data:
+            found.update(decode_txn_index(data, path=files.describe(segment.log_path)))
+    return tuple(sorted(found, key=lambda t: (t.last_offset, t.producer_id)))
 
 
 def _piece_end(piece: ReadPiece, by_id: dict[str, RemoteSegment]) -> int:
