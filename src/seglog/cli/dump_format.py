@@ -76,6 +76,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from seglog.core.producer_state import first_sequence as batch_first_sequence
 from seglog.errors import CorruptRecordError, UnsupportedCodecError
 from seglog.format.batch import RecordBatch
 from seglog.format.control import (
@@ -276,15 +277,9 @@ def txn_index_line(entry: AbortedTxn) -> str:
     )
 
 
-INT32_MAX = (1 << 31) - 1
-
-
 def first_sequence(entry: ProducerSnapshotEntry) -> int:
-    """The first sequence of an entry's batch (Kafka's ``decrementSequence``: sequences wrap
-    from ``Integer.MAX_VALUE`` to 0)."""
-    if entry.last_sequence < entry.offset_delta:
-        return INT32_MAX - (entry.offset_delta - entry.last_sequence) + 1
-    return entry.last_sequence - entry.offset_delta
+    """The first sequence of an entry's batch (sequences wrap from int32 max to 0)."""
+    return batch_first_sequence(entry.last_sequence, entry.offset_delta)
 
 
 def _optional_long(value: int) -> str:

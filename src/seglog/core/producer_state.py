@@ -57,6 +57,13 @@ NO_SEQUENCE = -1
 INT32_MAX = (1 << 31) - 1
 
 
+def first_sequence(last_sequence: int, offset_delta: int) -> int:
+    """A batch's first sequence from its last and their distance (Kafka's
+    ``decrementSequence``: sequences wrap from int32 max to 0)."""
+    first = last_sequence - offset_delta
+    return first + INT32_MAX + 1 if first < 0 else first
+
+
 class BatchMetadata(NamedTuple):
     """A retained data batch of a producer."""
 
@@ -68,8 +75,7 @@ class BatchMetadata(NamedTuple):
     @property
     def first_sequence(self) -> int:
         """The batch's first sequence (sequences wrap at int32 max)."""
-        first = self.last_sequence - self.offset_delta
-        return first + INT32_MAX + 1 if first < 0 else first
+        return first_sequence(self.last_sequence, self.offset_delta)
 
     @property
     def first_offset(self) -> int:
@@ -143,15 +149,6 @@ def producer_fields(batch: _ProducerFields) -> DataBatch:
     )
 
 
-class CompletedTxn(NamedTuple):
-    """A transaction a marker ended."""
-
-    producer_id: int
-    first_offset: int
-    last_offset: int  # the marker's offset
-    is_aborted: bool
-
-
 @dataclass
 class ProducerEntry:
     """One producer's state (Kafka's ``ProducerStateEntry``)."""
@@ -175,17 +172,6 @@ class ProducerEntry:
         """The last offset of the last retained data batch (-1 when none)."""
         return self.batches[-1].last_offset if self.batches else -1
 
-    def copy(self) -> ProducerEntry:
-        """An independent copy (an append plan changes copies, never the state)."""
-        return ProducerEntry(
-            self.producer_id,
-            self.producer_epoch,
-            deque(self.batches, maxlen=NUM_BATCHES_TO_RETAIN),
-            self.coordinator_epoch,
-            self.last_timestamp,
-            self.current_txn_first_offset,
-        )
-
     def find_duplicate(self, batch: DataBatch) -> BatchMetadata | None:
         """The retained batch ``batch`` repeats (same epoch and sequence range), if any."""
         if batch.producer_epoch != self.producer_epoch:
@@ -200,21 +186,6 @@ class ProducerEntry:
         if epoch != self.producer_epoch:
             self.batches.clear()
             self.producer_epoch = epoch
-
-    def add_batch(self, batch: DataBatch) -> None:
-        """Record a written data batch (a new epoch forgets the older epoch's batches)."""
-        self._bump_epoch(batch.producer_epoch)
-        self.batches.append(
-            BatchMetadata(
-                batch.last_sequence,
-                batch.last_offset,
-                batch.last_offset - batch.first_offset,
-                batch.max_timestamp,
-            )
-        )
-        self.last_timestamp = batch.max_timestamp
-        if batch.is_transactional and self.current_txn_first_offset is None:
-            self.current_txn_first_offset = batch.first_offset
 
     def end_txn(self, producer_epoch: int, coordinator_epoch: int, timestamp: int) -> None:
         """A marker was written: the transaction (if any) is over."""
@@ -408,10 +379,17 @@ class ProducerStateManager:
             entry.producer_id, first, offset, self._lso_after(entry.producer_id, offset)
         )
 
-    def _lso_after(self, producer_id: int, marker_offset: int) -> int:
+    def _lso_after(
+        self, producer_id: int, marker_offset: int, ended: frozenset[int] = frozenset()
+    ) -> int:
         """Kafka's ``lastStableOffset(completedTxn)``: the first offset of the earliest open
-        transaction of another producer, else the marker's offset + 1."""
-        others = [f for f, txn in self._ongoing.items() if txn.producer_id != producer_id]
+        transaction of another producer (leaving out those ``ended`` first offsets), else the
+        marker's offset + 1."""
+        others = [
+            f
+            for f, txn in self._ongoing.items()
+            if txn.producer_id != producer_id and f not in ended
+        ]
         return min(others) if others else marker_offset + 1
 
     # --- checked appends -----------------------------------------------------------------------
@@ -444,9 +422,7 @@ class ProducerStateManager:
                     not (
                         batch.producer_epoch == current_epoch
                         and batches
-                        and (
-                            first_seq == last_seq + 1 or (first_seq == 0 and last_seq == INT32_MAX)
-                        )
+                        and in_sequence(last_seq, first_seq)
                     )
                     and (duplicate := entry.find_duplicate(batch)) is not None
                 ):
@@ -523,16 +499,15 @@ class ProducerStateManager:
         """The ``.txnindex`` entries :meth:`apply` will return for ``plan`` (markers only;
         the state is not changed), so they can be written before the markers."""
         out: list[AbortedTxn] = []
-        ongoing = dict(self._ongoing)
+        ended: frozenset[int] = frozenset()
         for pid, _epoch, offset, commit, _coordinator, _ts in plan.markers:
             entry = self._producers.get(pid)
             first = None if entry is None else entry.current_txn_first_offset
             if first is None:
                 continue
-            ongoing.pop(first, None)
+            ended |= {first}
             if not commit:
-                others = [f for f, txn in ongoing.items() if txn.producer_id != pid]
-                out.append(AbortedTxn(pid, first, offset, min(others) if others else offset + 1))
+                out.append(AbortedTxn(pid, first, offset, self._lso_after(pid, offset, ended)))
         return out
 
     def apply(self, plan: AppendPlan, next_offset: int) -> list[AbortedTxn]:
