@@ -1,0 +1,1 @@
+"""seglog serve: a single-node Kafka broker over seglog's logs (handlers, groups, the network edge)."""
