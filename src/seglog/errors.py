@@ -255,3 +255,29 @@ class InvalidTxnStateError(ProducerStateError):
 class TransactionCoordinatorFencedError(ProducerStateError):
     """A marker carries a coordinator epoch older than one already written for the producer
     (Kafka's ``TRANSACTION_COORDINATOR_FENCED``)."""
+
+
+class ProtocolDecodeError(PositionedError):
+    """Bytes from the network that are not a valid Kafka message of the version they claim.
+
+    Names the message (``ProduceRequest``), its version and the byte position inside the frame.
+    The server answers it as Kafka does: the connection is closed, nothing is written.
+    """
+
+    def __init__(self, message: str, version: int, position: int, reason: str):
+        self.message = message
+        self.version = version
+        super().__init__(f"{message} v{version}: {reason}", position=position)
+
+    def at(self, *, path: str | None = None, base_position: int = 0) -> Self:
+        position = (self.position or 0) + base_position
+        return type(self)(self.message, self.version, position, self.reason.split(": ", 1)[-1])
+
+
+class FrameTooLargeError(SeglogError):
+    """A request frame larger than ``socket.request.max.bytes`` (Kafka closes the connection)."""
+
+    def __init__(self, size: int, limit: int):
+        self.size = size
+        self.limit = limit
+        super().__init__(f"request frame of {size} bytes exceeds socket.request.max.bytes={limit}")
