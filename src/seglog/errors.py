@@ -281,3 +281,22 @@ class FrameTooLargeError(SeglogError):
         self.size = size
         self.limit = limit
         super().__init__(f"request frame of {size} bytes exceeds socket.request.max.bytes={limit}")
+
+
+class KeylessRecordError(InvalidRecordError):
+    """A record without a key appended to a compacted topic (Kafka: INVALID_RECORD).
+
+    ``record_index`` is the record's index in the append (the wire's ``batch_index``).
+    """
+
+    def __init__(self, reason: str, *, record_index: int):
+        self.record_index = record_index
+        super().__init__(reason)
+
+
+class InvalidTimestampError(InvalidRecordError):
+    """A record timestamp outside ``message.timestamp.before/after.max.ms`` (INVALID_TIMESTAMP)."""
+
+    def __init__(self, reason: str, *, record_index: int):
+        self.record_index = record_index
+        super().__init__(reason)

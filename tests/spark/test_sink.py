@@ -183,7 +183,7 @@ def test_keyless_on_compacted_topic_and_too_large_fail_with_typed_errors(
         {"c": (1, {"cleanup.policy": "compact"}), "small": (1, {"max.message.bytes": "300"})},
     )
     keyless = spark.createDataFrame([("k", "v"), (None, "v")], "key string, value string")
-    with pytest.raises(Exception, match=r"InvalidRecordError.*compacted topic requires a key"):
+    with pytest.raises(Exception, match=r"KeylessRecordError.*compacted topic requires a key"):
         writer(keyless, data, topic="c").save()
     big = spark.createDataFrame([("k", "x" * 1000)], "key string, value string")
     with pytest.raises(Exception, match="RecordTooLargeError"):

@@ -37,7 +37,13 @@ from typing import NamedTuple
 import numpy as np
 
 from seglog.config import LogConfig
-from seglog.errors import CorruptRecordError, InvalidRecordError, RecordTooLargeError
+from seglog.errors import (
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    KeylessRecordError,
+    RecordTooLargeError,
+)
 from seglog.format.batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_FLAG_MASK,
@@ -266,16 +272,18 @@ def _validate_records(
     if config.is_compacted:
         keyless = np.flatnonzero(columns.key_length < 0)
         if len(keyless):
-            raise InvalidRecordError(
+            raise KeylessRecordError(
                 f"{where}: a compacted topic requires a key; record {int(keyless[0])} of "
-                f"the append has none"
+                f"the append has none",
+                record_index=int(keyless[0]),
             )
     if check_times:
         earliest = now_ms - config.message_timestamp_before_max_ms
         latest = now_ms + config.message_timestamp_after_max_ms
         bad = np.flatnonzero((columns.timestamp < earliest) | (columns.timestamp > latest))
         if len(bad):
-            raise InvalidRecordError(
+            raise InvalidTimestampError(
                 f"{where}: record timestamp {int(columns.timestamp[bad[0]])} is outside "
-                f"[{earliest}, {latest}] (message.timestamp.before/after.max.ms)"
+                f"[{earliest}, {latest}] (message.timestamp.before/after.max.ms)",
+                record_index=int(bad[0]),
             )
