@@ -37,7 +37,12 @@ APIS = (
     "IncrementalAlterConfigs DescribeCluster DescribeProducers DescribeTransactions "
     "ListTransactions"
 ).split()
-DATA = ("RequestHeader", "ResponseHeader", "ConsumerProtocolSubscription", "ConsumerProtocolAssignment")
+DATA = (
+    "RequestHeader",
+    "ResponseHeader",
+    "ConsumerProtocolSubscription",
+    "ConsumerProtocolAssignment",
+)
 MAX_VERSION = 0x7FFF
 
 PRIMITIVES = {
@@ -59,7 +64,11 @@ PRIMITIVES = {
 def load_json(name: str) -> dict[str, Any]:
     """One JSON definition, its ``//`` comment lines removed (Kafka's files carry a licence header)."""
     text = resources.files("kafka.protocol.schemas.resources").joinpath(f"{name}.json").read_text()
-    return dict(json.loads("\n".join(line for line in text.splitlines() if not line.strip().startswith("//"))))
+    return dict(
+        json.loads(
+            "\n".join(line for line in text.splitlines() if not line.strip().startswith("//"))
+        )
+    )
 
 
 def snake(name: str) -> str:
@@ -101,7 +110,12 @@ class Generator:
         )
 
     def struct(
-        self, message: str, struct_name: str, fields: list[dict[str, Any]], common: dict[str, Any], emitted: set[str]
+        self,
+        message: str,
+        struct_name: str,
+        fields: list[dict[str, Any]],
+        common: dict[str, Any],
+        emitted: set[str],
     ) -> str:
         """Emit the dataclass for one struct (children first); return its field table expression."""
         class_name = struct_name if struct_name == message else f"{message}{struct_name}"

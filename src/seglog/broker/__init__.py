@@ -1,1 +1,4 @@
-"""seglog serve: a single-node Kafka broker over seglog's logs (handlers, groups, the network edge)."""
+"""seglog serve: a one-node Kafka broker over seglog's logs.
+
+Handlers, consumer groups, the network edge.
+"""

@@ -124,6 +124,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "serve metrics over HTTP",
     ),
     (
+        "serve",
+        "seglog.cli.serve",
+        "serve the data dirs to Kafka clients over Kafka's protocol (a one-node broker)",
+    ),
+    (
         "demo",
         "seglog.cli.demo",
         "run the main job: produce, roll, retain, clean, compact, Spark, verify, summarise",

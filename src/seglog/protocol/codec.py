@@ -157,7 +157,7 @@ def _array_reader(element: Reader, flexible: bool, nullable: bool) -> Reader:
             raise _Short(f"array count {count} (null is not allowed here)")
         if count > len(buf) - pos:
             raise _Short(f"array of {count} elements cannot fit in {len(buf) - pos} bytes")
-        items = []
+        items: list[Any] = []
         append = items.append
         for _ in range(count):
             item, pos = element(buf, pos)
@@ -393,7 +393,9 @@ def struct_writer(cls: type, version: int, flexible: bool) -> Writer:
         for name, writer in plain:
             writer(out, refs, getattr(obj, name))
         if flexible:
-            present = [(tag, name, w) for tag, name, w, default in tagged if getattr(obj, name) != default]
+            present = [
+                (tag, name, w) for tag, name, w, default in tagged if getattr(obj, name) != default
+            ]
             write_uvarint(out, len(present))
             for tag, name, field_writer in present:
                 payload = bytearray()
@@ -423,7 +425,9 @@ def spec_of(cls: type) -> MessageSpec:
     return messages.SPECS[cls.__name__]
 
 
-def decode(cls: type[T], data: Buffer, version: int, *, offset: int = 0, whole: bool = True) -> tuple[T, int]:
+def decode(
+    cls: type[T], data: Buffer, version: int, *, offset: int = 0, whole: bool = True
+) -> tuple[T, int]:
     """Decode a message of type ``cls`` at ``version`` from ``data[offset:]``.
 
     Returns the value and the position after it. With ``whole`` (the default) bytes left over
@@ -440,11 +444,15 @@ def decode(cls: type[T], data: Buffer, version: int, *, offset: int = 0, whole: 
     except (_Short, struct.error, UnicodeDecodeError, ValueError) as exc:
         raise ProtocolDecodeError(spec.name, version, offset, str(exc)) from None
     if whole and end != len(view):
-        raise ProtocolDecodeError(spec.name, version, end, f"{len(view) - end} bytes left after the message")
+        raise ProtocolDecodeError(
+            spec.name, version, end, f"{len(view) - end} bytes left after the message"
+        )
     return value, end
 
 
-def encode_parts(value: Any, version: int, out: bytearray | None = None) -> list[bytes | ExternalRecords]:
+def encode_parts(
+    value: Any, version: int, out: bytearray | None = None
+) -> list[bytes | ExternalRecords]:
     """Encode ``value`` at ``version``: a list of byte parts and external records ranges."""
     cls = type(value)
     spec = spec_of(cls)

@@ -25,8 +25,12 @@ _SIZE = struct.Struct(">i")
 _KEY_VERSION = struct.Struct(">hh")
 API_VERSIONS_KEY = 18
 
-REQUESTS: dict[int, MessageSpec] = {s.api_key: s for s in messages.SPECS.values() if s.type == "request"}
-RESPONSES: dict[int, MessageSpec] = {s.api_key: s for s in messages.SPECS.values() if s.type == "response"}
+REQUESTS: dict[int, MessageSpec] = {
+    s.api_key: s for s in messages.SPECS.values() if s.type == "request"
+}
+RESPONSES: dict[int, MessageSpec] = {
+    s.api_key: s for s in messages.SPECS.values() if s.type == "response"
+}
 
 
 class FrameReader:
@@ -94,7 +98,9 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
         ProtocolDecodeError: the frame is shorter than the fixed part of a request header.
     """
     if len(frame) < 8:
-        raise ProtocolDecodeError("RequestHeader", 1, 0, f"frame of {len(frame)} bytes has no header")
+        raise ProtocolDecodeError(
+            "RequestHeader", 1, 0, f"frame of {len(frame)} bytes has no header"
+        )
     api_key, api_version = _KEY_VERSION.unpack_from(frame, 0)
     (correlation_id,) = _SIZE.unpack_from(frame, 4)
     return api_key, api_version, correlation_id
@@ -116,9 +122,7 @@ def decode_request(frame: bytes, version_known: bool = True) -> Request:
     if spec is None:
         raise UnknownApiError("RequestHeader", 1, 0, f"unknown API key {api_key}")
     flexible = version_known and spec.is_flexible(api_version)
-    header, end = codec.decode(
-        messages.RequestHeader, frame, 2 if flexible else 1, whole=False
-    )
+    header, end = codec.decode(messages.RequestHeader, frame, 2 if flexible else 1, whole=False)
     return Request(api_key, api_version, header.correlation_id, header.client_id, frame, end)
 
 

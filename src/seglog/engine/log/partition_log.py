@@ -230,6 +230,15 @@ class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
         )
 
     # --- leader epochs -------------------------------------------------------------------------
+    @property
+    def leader_epoch(self) -> int:
+        """The latest leader epoch of the log (``leader-epoch-checkpoint``); 0 when it has none."""
+        return self._epochs[-1].epoch if self._epochs else 0
+
+    def epoch_entries(self) -> list[EpochEntry]:
+        """The leader-epoch cache: ``(epoch, start_offset)`` entries in order."""
+        return list(self._epochs)
+
     def _load_epochs(self) -> list[EpochEntry]:
         entries = read_leader_epochs(self.directory, create=self.writable)
         return [e for e in entries if e.start_offset < self.log_end_offset]

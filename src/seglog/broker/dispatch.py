@@ -1,0 +1,73 @@
+"""One request frame in, one response (or none) out: version checks, decode, handler, encode.
+
+The dispatcher knows nothing of sockets: it takes a frame's bytes and returns the response
+frame as parts (bytes and file ranges), ``None`` for a request Kafka does not answer
+(``acks=0`` Produce), or raises :class:`CloseConnection` where Kafka closes the connection:
+
+* a frame too short for a header, or a header or body that does not decode;
+* an API key without a handler, or a version outside the handler's range (Produce v0-2 are
+  advertised but refused this way, as Kafka 4 refuses them);
+* a handler failing unexpectedly (logged with its traceback; other connections go on).
+
+The one exception is ApiVersions above the versions served: answered, not closed, with the v0
+error body that lets any client retry at a version both sides know.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from seglog.broker.handlers import api_versions
+from seglog.broker.registry import ApiHandler, HandlerRegistry
+from seglog.broker.state import BrokerState, RequestContext
+from seglog.errors import ProtocolDecodeError
+from seglog.protocol.framing import decode_request, encode_response, peek_header
+from seglog.protocol.schema import ExternalRecords
+
+LOG = logging.getLogger("seglog.serve")
+Parts = list[bytes | ExternalRecords]
+
+
+class CloseConnection(Exception):
+    """The connection must be closed without a response (the reason is logged)."""
+
+
+class Dispatcher:
+    """Routes decoded requests to the handlers of a :class:`HandlerRegistry`."""
+
+    def __init__(self, state: BrokerState, handlers: list[ApiHandler]) -> None:
+        self.state = state
+        self.registry = HandlerRegistry(handlers)
+        state.advertised = self.registry.advertised()
+
+    async def dispatch(self, frame: bytes, client_host: str) -> Parts | None:
+        """Handle one request frame (without its size prefix); see the module docstring."""
+        try:
+            api_key, version, correlation_id = peek_header(frame)
+        except ProtocolDecodeError as error:
+            raise CloseConnection(str(error)) from None
+        handler = self.registry.get(api_key)
+        if handler is None:
+            raise CloseConnection(f"unknown API key {api_key} (version {version})")
+        if api_key == api_versions.API_KEY and version > handler.max_version:
+            body = api_versions.unsupported_version_response()
+            return encode_response(api_key, 0, correlation_id, body)
+        if not handler.serves(version):
+            raise CloseConnection(
+                f"API key {api_key} version {version} is outside the served "
+                f"{handler.min_version}-{handler.max_version}"
+            )
+        try:
+            request = decode_request(frame)
+            body = request.decode_body()
+        except ProtocolDecodeError as error:
+            raise CloseConnection(f"malformed request: {error}") from None
+        context = RequestContext(api_key, version, correlation_id, request.client_id, client_host)
+        try:
+            response = await handler.handle(self.state, context, body)
+        except Exception as error:
+            LOG.exception("API key %d v%d from %s failed", api_key, version, request.client_id)
+            raise CloseConnection(f"handler failed: {error}") from error
+        if response is None:
+            return None
+        return encode_response(api_key, version, correlation_id, response)

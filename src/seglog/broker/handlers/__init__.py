@@ -1,0 +1,1 @@
+"""Request handlers of ``seglog serve``, one module per API family (see ``all_handlers``)."""

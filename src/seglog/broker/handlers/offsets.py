@@ -1,0 +1,185 @@
+"""ListOffsets (key 2, v1-7), OffsetForLeaderEpoch (key 23, v2-4), DeleteRecords (key 21, v0-2).
+
+ListOffsets answers per partition with Kafka's special timestamps: -1 latest (the high
+watermark, or the last stable offset for ``read_committed``), -2 earliest (the log start
+offset), -3 the record with the largest timestamp (KIP-734, v7), and a real timestamp: the first
+offset whose timestamp is at least it, through the time index (no such record: offset -1).
+The tiered-storage sentinels (-4, -5) belong to versions not served. Latest and earliest answer
+``timestamp = -1``, as Kafka does.
+
+OffsetForLeaderEpoch answers from the leader-epoch cache: for the latest epoch the log end
+offset; for an older epoch, the largest epoch at or below it and the start offset of the epoch
+after it; for an epoch older than the first, -1/-1. A ``current_leader_epoch`` above the log's
+is UNKNOWN_LEADER_EPOCH, below it FENCED_LEADER_EPOCH (one node never changes leader, so these
+only meet a client holding stale or foreign metadata).
+
+DeleteRecords moves log start offsets (offset -1: the high watermark); an offset above the high
+watermark is OFFSET_OUT_OF_RANGE and a topic without ``delete`` in its cleanup.policy gets
+POLICY_VIOLATION, as Kafka answers.
+"""
+
+from __future__ import annotations
+
+from seglog.broker.registry import ApiHandler
+from seglog.broker.state import BrokerState, RequestContext
+from seglog.errors import InvalidConfigError, InvalidRecordError, OffsetOutOfRangeError, SeglogError
+from seglog.protocol.error_codes import ErrorCode
+from seglog.protocol.messages import (
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsResponseDeleteRecordsPartitionResult,
+    DeleteRecordsResponseDeleteRecordsTopicResult,
+    ListOffsetsRequest,
+    ListOffsetsRequestListOffsetsPartition,
+    ListOffsetsResponse,
+    ListOffsetsResponseListOffsetsPartitionResponse,
+    ListOffsetsResponseListOffsetsTopicResponse,
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochRequestOffsetForLeaderPartition,
+    OffsetForLeaderEpochResponse,
+    OffsetForLeaderEpochResponseEpochEndOffset,
+    OffsetForLeaderEpochResponseOffsetForLeaderTopicResult,
+)
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+READ_COMMITTED = 1  # the wire's isolation_level
+
+
+def _list_one(
+    state: BrokerState, topic: str, request: ListOffsetsRequestListOffsetsPartition, committed: bool
+) -> ListOffsetsResponseListOffsetsPartitionResponse:
+    index = request.partition_index
+    log = state.log_of(topic, index)
+    answer = ListOffsetsResponseListOffsetsPartitionResponse(partition_index=index)
+    if log is None:
+        answer.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return answer
+    timestamp = request.timestamp
+    answer.leader_epoch = log.leader_epoch
+    if timestamp == LATEST:
+        answer.offset = log.last_stable_offset if committed else log.high_watermark
+        answer.timestamp = -1
+        return answer
+    if timestamp == EARLIEST:
+        answer.offset = log.log_start_offset
+        answer.timestamp = -1
+        return answer
+    try:
+        found = log.fetch_offset_by_timestamp(timestamp)
+    except InvalidRecordError:
+        answer.error_code = int(ErrorCode.INVALID_REQUEST)
+        return answer
+    if found is None:
+        answer.offset, answer.timestamp = -1, -1
+    else:
+        answer.offset, answer.timestamp = found.offset, found.timestamp
+        if found.leader_epoch >= 0:
+            answer.leader_epoch = found.leader_epoch
+    return answer
+
+
+async def list_offsets(
+    state: BrokerState, context: RequestContext, request: ListOffsetsRequest
+) -> ListOffsetsResponse:
+    committed = request.isolation_level == READ_COMMITTED
+    return ListOffsetsResponse(
+        topics=[
+            ListOffsetsResponseListOffsetsTopicResponse(
+                name=topic.name,
+                partitions=[_list_one(state, topic.name, p, committed) for p in topic.partitions],
+            )
+            for topic in request.topics
+        ]
+    )
+
+
+def _epoch_end(
+    state: BrokerState, topic: str, request: OffsetForLeaderEpochRequestOffsetForLeaderPartition
+) -> OffsetForLeaderEpochResponseEpochEndOffset:
+    index = request.partition
+    answer = OffsetForLeaderEpochResponseEpochEndOffset(partition=index)
+    log = state.log_of(topic, index)
+    if log is None:
+        answer.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return answer
+    current = log.leader_epoch
+    if request.current_leader_epoch > current:
+        answer.error_code = int(ErrorCode.UNKNOWN_LEADER_EPOCH)
+        return answer
+    if 0 <= request.current_leader_epoch < current:
+        answer.error_code = int(ErrorCode.FENCED_LEADER_EPOCH)
+        return answer
+    wanted = request.leader_epoch
+    entries = log.epoch_entries()
+    if wanted >= current or not entries:
+        answer.leader_epoch, answer.end_offset = current, log.log_end_offset
+        return answer
+    if wanted < entries[0].epoch:
+        answer.leader_epoch, answer.end_offset = -1, -1
+        return answer
+    floor = max(e.epoch for e in entries if e.epoch <= wanted)
+    following = next(e for e in entries if e.epoch > wanted)
+    answer.leader_epoch, answer.end_offset = floor, following.start_offset
+    return answer
+
+
+async def offset_for_leader_epoch(
+    state: BrokerState, context: RequestContext, request: OffsetForLeaderEpochRequest
+) -> OffsetForLeaderEpochResponse:
+    return OffsetForLeaderEpochResponse(
+        topics=[
+            OffsetForLeaderEpochResponseOffsetForLeaderTopicResult(
+                topic=topic.topic,
+                partitions=[_epoch_end(state, topic.topic, p) for p in topic.partitions],
+            )
+            for topic in request.topics
+        ]
+    )
+
+
+def _delete_one(
+    state: BrokerState, topic: str, partition: int, offset: int
+) -> DeleteRecordsResponseDeleteRecordsPartitionResult:
+    answer = DeleteRecordsResponseDeleteRecordsPartitionResult(
+        partition_index=partition, low_watermark=-1
+    )
+    log = state.log_of(topic, partition)
+    if log is None:
+        answer.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return answer
+    try:
+        answer.low_watermark = log.delete_records(offset)
+    except OffsetOutOfRangeError:
+        answer.error_code = int(ErrorCode.OFFSET_OUT_OF_RANGE)
+    except InvalidConfigError:
+        answer.error_code = int(ErrorCode.POLICY_VIOLATION)
+    except SeglogError:
+        answer.error_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
+    return answer
+
+
+async def delete_records(
+    state: BrokerState, context: RequestContext, request: DeleteRecordsRequest
+) -> DeleteRecordsResponse:
+    topics = [
+        DeleteRecordsResponseDeleteRecordsTopicResult(
+            name=topic.name,
+            partitions=[
+                _delete_one(state, topic.name, p.partition_index, p.offset)
+                for p in topic.partitions
+            ],
+        )
+        for topic in request.topics
+    ]
+    if any(p.error_code == 0 for t in topics for p in t.partitions):
+        state.manager.checkpoint_log_start_offsets()
+    return DeleteRecordsResponse(topics=topics)
+
+
+HANDLERS = [
+    ApiHandler(2, 1, 7, list_offsets),
+    ApiHandler(23, 2, 4, offset_for_leader_epoch),
+    ApiHandler(21, 0, 2, delete_records),
+]

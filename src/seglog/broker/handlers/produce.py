@@ -1,0 +1,153 @@
+"""Produce (key 0, v3-11; advertised from v0, see ``seglog.broker.registry``).
+
+Each partition's records go to :meth:`Log.append` unchanged, so the wire validates exactly as
+every other writer does, and the answer carries Kafka's error code per partition:
+
+=======================================  =============================================
+refusal                                  error code
+=======================================  =============================================
+unknown topic or partition               UNKNOWN_TOPIC_OR_PARTITION (3)
+an internal topic (``__consumer_offsets``)  INVALID_TOPIC_EXCEPTION (17)
+acks other than -1, 0, 1                 INVALID_REQUIRED_ACKS (21)
+batch above ``max.message.bytes``        MESSAGE_TOO_LARGE (10)
+damaged batch (CRC, lengths)             CORRUPT_MESSAGE (2)
+keyless record on a compacted topic      INVALID_RECORD (87), with the record's index
+timestamp outside the allowed window     INVALID_TIMESTAMP (32), with the record's index
+other broken rule (magic, no batches)    INVALID_RECORD (87)
+sequence gap / old epoch / unknown id    OUT_OF_ORDER_SEQUENCE_NUMBER (45) /
+                                         INVALID_PRODUCER_EPOCH (47) / UNKNOWN_PRODUCER_ID (59)
+transaction state                        INVALID_TXN_STATE (48)
+the disk refused the write               KAFKA_STORAGE_ERROR (56)
+=======================================  =============================================
+
+A refused partition writes nothing (``Log.append`` is all or nothing) and does not affect the
+other partitions of the request. An idempotent producer's retry of a batch already written is
+answered with the original offsets (``LogAppendInfo.duplicate``). On one node ``acks=1`` and
+``acks=-1`` both answer after the local append; ``acks=0`` gets no response at all.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from seglog.broker.registry import ApiHandler
+from seglog.broker.state import INTERNAL_TOPICS, BrokerState, RequestContext
+from seglog.errors import (
+    CorruptRecordError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    InvalidTxnStateError,
+    KeylessRecordError,
+    OutOfOrderSequenceError,
+    RecordTooLargeError,
+    SeglogError,
+    StorageWriteError,
+    TransactionCoordinatorFencedError,
+    UnknownProducerIdError,
+)
+from seglog.format.topic_names import TopicPartition
+from seglog.protocol.error_codes import ErrorCode
+from seglog.protocol.messages import (
+    ProduceRequest,
+    ProduceRequestPartitionProduceData,
+    ProduceResponse,
+    ProduceResponseBatchIndexAndErrorMessage,
+    ProduceResponsePartitionProduceResponse,
+    ProduceResponseTopicProduceResponse,
+)
+
+API_KEY = 0
+LOG = logging.getLogger("seglog.serve")
+
+_ERRORS: tuple[tuple[type[BaseException], ErrorCode], ...] = (
+    (RecordTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
+    (KeylessRecordError, ErrorCode.INVALID_RECORD),
+    (InvalidTimestampError, ErrorCode.INVALID_TIMESTAMP),
+    (OutOfOrderSequenceError, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
+    (InvalidProducerEpochError, ErrorCode.INVALID_PRODUCER_EPOCH),
+    (UnknownProducerIdError, ErrorCode.UNKNOWN_PRODUCER_ID),
+    (InvalidTxnStateError, ErrorCode.INVALID_TXN_STATE),
+    (TransactionCoordinatorFencedError, ErrorCode.TRANSACTION_COORDINATOR_FENCED),
+    (CorruptRecordError, ErrorCode.CORRUPT_MESSAGE),
+    (InvalidRecordError, ErrorCode.INVALID_RECORD),
+    (StorageWriteError, ErrorCode.KAFKA_STORAGE_ERROR),
+)
+
+
+def error_code_of(error: BaseException) -> ErrorCode:
+    """Kafka's error code for an append refusal (the table of the module docstring)."""
+    for kind, code in _ERRORS:
+        if isinstance(error, kind):
+            return code
+    return ErrorCode.UNKNOWN_SERVER_ERROR
+
+
+def _refused(
+    index: int, code: ErrorCode, message: str | None
+) -> ProduceResponsePartitionProduceResponse:
+    return ProduceResponsePartitionProduceResponse(
+        index=index, error_code=int(code), base_offset=-1, error_message=message
+    )
+
+
+def _append_one(
+    state: BrokerState, topic: str, data: ProduceRequestPartitionProduceData, acks: int
+) -> ProduceResponsePartitionProduceResponse:
+    index = data.index
+    if acks not in (-1, 0, 1):
+        return _refused(index, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not -1, 0 or 1")
+    if topic in INTERNAL_TOPICS:
+        return _refused(
+            index, ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot append to internal topic {topic}"
+        )
+    log = state.log_of(topic, index)
+    if log is None:
+        return _refused(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+    records = data.records
+    if records is None or not isinstance(records, (bytes, bytearray, memoryview)):
+        return _refused(index, ErrorCode.CORRUPT_MESSAGE, "no records in the produce request")
+    try:
+        info = log.append(records)
+    except SeglogError as error:
+        code = error_code_of(error)
+        response = _refused(index, code, str(error))
+        if isinstance(error, (KeylessRecordError, InvalidTimestampError)):
+            response.record_errors = [
+                ProduceResponseBatchIndexAndErrorMessage(
+                    batch_index=error.record_index, batch_index_error_message=str(error)
+                )
+            ]
+        if code is ErrorCode.UNKNOWN_SERVER_ERROR or code is ErrorCode.KAFKA_STORAGE_ERROR:
+            LOG.error("produce to %s-%d failed: %s", topic, index, error)
+        else:
+            LOG.debug("produce to %s-%d refused (%s): %s", topic, index, code.name, error)
+        return response
+    state.appends.notify(TopicPartition(topic, index))
+    return ProduceResponsePartitionProduceResponse(
+        index=index,
+        error_code=0,
+        base_offset=info.first_offset,
+        log_append_time_ms=info.log_append_time_ms,
+        log_start_offset=log.log_start_offset,
+    )
+
+
+async def handle(
+    state: BrokerState, context: RequestContext, request: ProduceRequest
+) -> ProduceResponse | None:
+    responses = [
+        ProduceResponseTopicProduceResponse(
+            name=topic.name,
+            partition_responses=[
+                _append_one(state, topic.name, data, request.acks) for data in topic.partition_data
+            ],
+        )
+        for topic in request.topic_data
+    ]
+    if request.acks == 0:
+        return None
+    return ProduceResponse(responses=responses)
+
+
+HANDLERS = [ApiHandler(API_KEY, 3, 11, handle, advertised_min=0)]

@@ -1,0 +1,1 @@
+"""The network edge of ``seglog serve``: asyncio sockets, framing limits, sendfile."""

@@ -1,0 +1,196 @@
+"""The asyncio TCP server: connections, Kafka's limits, ordered responses, clean shutdown.
+
+Per connection, one request is handled at a time and answered before the next is read (Kafka
+mutes a connection while its request is in flight), so responses leave in request order. Limits,
+as Kafka's ``SocketServer`` applies them:
+
+* ``socket.request.max.bytes``: a larger size prefix closes the connection before its body is
+  read (:class:`FrameReader` semantics); a negative size too.
+* ``max.connections``: a connection above it is closed at once.
+* ``queued.max.requests``: at most that many requests are being handled at once across all
+  connections; a connection whose request finds no room waits (it is not read meanwhile).
+* ``connections.max.idle.ms``: a connection with no request for that long is closed.
+* a client that vanishes mid-request (EOF, reset) only ends its own connection.
+
+Responses are written as parts: bytes with ``transport.write``, file ranges with
+``loop.sendfile`` (``os.sendfile`` underneath), so record bytes go from the page cache to the
+socket without passing through Python.
+
+Shutdown (:meth:`KafkaServer.stop`): the listening sockets close, idle connections close, every
+request already being handled is answered, then the connections close.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import struct
+from dataclasses import dataclass, field
+
+from seglog.broker.dispatch import CloseConnection, Dispatcher, Parts
+from seglog.broker.file_records import FileRange, FileRangesRecords
+from seglog.broker.server_config import Listener, ServerConfig
+
+LOG = logging.getLogger("seglog.serve")
+_SIZE = struct.Struct(">i")
+
+
+@dataclass(slots=True, eq=False)
+class _Connection:
+    writer: asyncio.StreamWriter
+    task: asyncio.Task[None] | None = None
+    busy: bool = False
+    peer: str = ""
+
+
+@dataclass(slots=True)
+class ServerStats:
+    """Counters for logs and tests."""
+
+    accepted: int = 0
+    refused: int = 0
+    closed_idle: int = 0
+    closed_bad: int = 0
+    requests: int = 0
+    active: set[int] = field(default_factory=set)
+
+
+class KafkaServer:
+    """Accepts Kafka clients on the configured listeners and serves them with a dispatcher."""
+
+    def __init__(self, dispatcher: Dispatcher, config: ServerConfig) -> None:
+        self.dispatcher = dispatcher
+        self.config = config
+        self._servers: list[asyncio.Server] = []
+        self._connections: set[_Connection] = set()
+        self._request_slots = asyncio.Semaphore(config.queued_max_requests)
+        self._stopping = False
+        self.stats = ServerStats()
+        self.bound: list[Listener] = []
+
+    async def start(self) -> list[Listener]:
+        """Bind every listener (port 0: a free port); returns the bound addresses."""
+        for listener in self.config.listeners:
+            server = await asyncio.start_server(
+                self._accept,
+                host=listener.host or None,
+                port=listener.port,
+                reuse_address=True,
+                limit=64 * 1024,
+            )
+            self._servers.append(server)
+            sock = server.sockets[0]
+            host, port = sock.getsockname()[:2]
+            self.bound.append(Listener(listener.name, listener.host or host, port))
+        return self.bound
+
+    async def stop(self) -> None:
+        """Stop accepting, close idle connections, answer requests in flight, then close."""
+        self._stopping = True
+        for server in self._servers:
+            server.close()
+        for connection in list(self._connections):
+            if not connection.busy and connection.task is not None:
+                connection.task.cancel()
+        tasks = [c.task for c in self._connections if c.task is not None]
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        for server in self._servers:
+            await server.wait_closed()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        host = peer[0] if isinstance(peer, tuple) else "unknown"
+        if self._stopping or len(self._connections) >= self.config.max_connections:
+            self.stats.refused += 1
+            writer.close()
+            return
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        connection = _Connection(writer, asyncio.current_task(), peer=str(host))
+        self._connections.add(connection)
+        self.stats.accepted += 1
+        try:
+            await self._serve(connection, reader)
+        except asyncio.CancelledError:
+            pass
+        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
+            pass  # the client went away mid-frame, or the connection idled out
+        finally:
+            self._connections.discard(connection)
+            writer.close()
+            with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
+                await writer.wait_closed()
+
+    async def _serve(self, connection: _Connection, reader: asyncio.StreamReader) -> None:
+        idle_s = self.config.connections_max_idle_ms / 1000
+        limit = self.config.socket_request_max_bytes
+        while not self._stopping:
+            try:
+                prefix = await asyncio.wait_for(reader.readexactly(4), idle_s)
+            except TimeoutError:
+                self.stats.closed_idle += 1
+                return
+            (size,) = _SIZE.unpack(prefix)
+            if size < 0 or size > limit:
+                self.stats.closed_bad += 1
+                LOG.warning(
+                    "closing %s: request of %d bytes exceeds socket.request.max.bytes=%d",
+                    connection.peer,
+                    size,
+                    limit,
+                )
+                return
+            frame = await reader.readexactly(size)
+            connection.busy = True
+            try:
+                async with self._request_slots:
+                    self.stats.requests += 1
+                    try:
+                        parts = await self.dispatcher.dispatch(frame, connection.peer)
+                    except CloseConnection as reason:
+                        self.stats.closed_bad += 1
+                        LOG.info("closing %s: %s", connection.peer, reason)
+                        return
+                if parts is not None:
+                    await _write_parts(connection.writer, parts)
+            finally:
+                connection.busy = False
+
+
+async def _send_range(
+    loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter, file_range: FileRange
+) -> None:
+    """``sendfile`` one range to the connection's socket (the transport is drained first)."""
+    with open(file_range.fileno(), "rb", buffering=0, closefd=False) as handle:
+        await loop.sendfile(writer.transport, handle, file_range.position, file_range.size)
+
+
+async def _write_parts(writer: asyncio.StreamWriter, parts: Parts) -> None:
+    """Write a response frame: bytes directly, file ranges with sendfile, in order."""
+    loop = asyncio.get_running_loop()
+    try:
+        pending = bytearray()
+        for part in parts:
+            if isinstance(part, bytes):
+                pending += part
+                continue
+            if pending:
+                writer.write(bytes(pending))
+                pending.clear()
+            if isinstance(part, FileRangesRecords):
+                for file_range in part.ranges:
+                    await writer.drain()
+                    await _send_range(loop, writer, file_range)
+            else:
+                raise TypeError(f"cannot send records of type {type(part).__name__}")
+        if pending:
+            writer.write(bytes(pending))
+        await writer.drain()
+    finally:
+        for part in parts:
+            if isinstance(part, FileRangesRecords):
+                part.close()

@@ -1,0 +1,120 @@
+"""What every request handler of ``seglog serve`` shares: the logs, the settings, the identity.
+
+:class:`BrokerState` is created once per server. It holds the :class:`LogManager` (opened
+read-write: the server owns the data directories' lock), the server settings, the broker's
+identity (node id from ``node.id``, cluster id from ``meta.properties``), the endpoint clients are
+told to use, and :class:`AppendWaiters`, which wakes Fetch long polls when a partition grows.
+Everything here runs on the server's event loop thread; the log manager's own threads (cleaner,
+scheduler) never call into it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import uuid
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from seglog.broker.server_config import Listener, ServerConfig
+from seglog.errors import UnknownTopicError
+from seglog.format.topic_names import TopicPartition
+
+if TYPE_CHECKING:
+    from seglog.engine.log.partition_log import Log
+    from seglog.engine.log_manager import LogManager
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+INT32_MIN = -(2**31)
+
+
+def topic_uuid(topic_id: str | None) -> uuid.UUID:
+    """Kafka's topic id text (URL-safe base64 of 16 bytes, as in ``partition.metadata``)."""
+    if not topic_id:
+        return uuid.UUID(int=0)
+    try:
+        raw = base64.urlsafe_b64decode(topic_id + "=" * (-len(topic_id) % 4))
+    except ValueError:
+        return uuid.UUID(int=0)
+    return uuid.UUID(bytes=raw) if len(raw) == 16 else uuid.UUID(int=0)
+
+
+class AppendWaiters:
+    """Fetch long polls waiting for any of some partitions to grow.
+
+    A waiter registers an :class:`asyncio.Event` under each partition it reads; an append to a
+    partition sets every event registered there. Events are removed by the waiter when its wait
+    ends, whether woken or timed out, so the map holds only live waits.
+    """
+
+    def __init__(self) -> None:
+        self._events: dict[TopicPartition, set[asyncio.Event]] = {}
+
+    def notify(self, tp: TopicPartition) -> None:
+        for event in self._events.get(tp, ()):
+            event.set()
+
+    async def wait(self, partitions: Iterable[TopicPartition], timeout_s: float) -> bool:
+        """Wait until one of ``partitions`` is appended to or ``timeout_s`` passes."""
+        event = asyncio.Event()
+        keys = list(partitions)
+        for tp in keys:
+            self._events.setdefault(tp, set()).add(event)
+        try:
+            await asyncio.wait_for(event.wait(), timeout_s)
+            return True
+        except TimeoutError:
+            return False
+        finally:
+            for tp in keys:
+                waiting = self._events.get(tp)
+                if waiting is not None:
+                    waiting.discard(event)
+                    if not waiting:
+                        del self._events[tp]
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """Who sent a request and at which version."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    client_host: str
+
+
+class BrokerState:
+    """The shared state of the server (see the module docstring)."""
+
+    def __init__(self, manager: LogManager, config: ServerConfig, *, cluster_id: str) -> None:
+        self.manager = manager
+        self.config = config
+        self.node_id = manager.broker.node_id
+        self.cluster_id = cluster_id
+        self.endpoint = Listener("PLAINTEXT", "127.0.0.1", 9092)
+        self.appends = AppendWaiters()
+        # (api_key, min, max) of every handler: set by the dispatcher from its registry.
+        self.advertised: list[tuple[int, int, int]] = []
+        # Creates an internal topic with its own settings (``__consumer_offsets``) or returns
+        # False: set by the group coordinator's wiring; auto-creation never makes them.
+        self.create_internal_topic: Callable[[str], bool] = lambda name: False
+
+    def log_of(self, topic: str, partition: int) -> Log | None:
+        """The partition's log, or None when the topic or partition is not here."""
+        try:
+            return self.manager.get_log(topic, partition)
+        except UnknownTopicError:
+            return None
+
+    def advertise(self, bound: Listener) -> None:
+        """Set the endpoint clients are told: ``advertised.listeners``, else the bound one."""
+        advertised = self.config.advertised_listeners
+        chosen = advertised[0] if advertised else bound
+        host = chosen.host or bound.host
+        if host in ("", "0.0.0.0", "::"):
+            host = "127.0.0.1"
+        port = chosen.port or bound.port
+        self.endpoint = Listener(chosen.name, host, port)
