@@ -400,6 +400,22 @@ class OffsetIndexFile(_IndexFile):
             return self.base_offset, 0
         return self.base_offset + self._keys[slot], self._values[slot]
 
+    def floor_entry(self, max_offset: int, max_position: int) -> tuple[int, int]:
+        """(offset, position) of the last entry whose offset is <= ``max_offset`` and whose
+        position is <= ``max_position`` (both columns only grow, so that is the entry before
+        the earlier of the two limits); (base, 0) if none. Safe beside a concurrent append."""
+        self._ensure_loaded()
+        keys, values = self._keys, self._values
+        slot = min(
+            bisect.bisect_right(keys, max_offset - self.base_offset),
+            bisect.bisect_right(values, max_position),
+            len(keys),
+            len(values),
+        )
+        if slot <= 0:
+            return self.base_offset, 0
+        return self.base_offset + keys[slot - 1], values[slot - 1]
+
     def truncate_to(self, offset: int) -> None:
         """Drop entries at or above ``offset`` (an entry equal to it goes too)."""
         slot = self._floor_slot(offset - self.base_offset)

@@ -56,6 +56,7 @@ import functools
 import mmap
 import os
 import struct
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,6 +229,9 @@ class LogSegment:
         self.txn_index = TxnIndexFile(self._path(TXN_INDEX_SUFFIX), base_offset, writable=writable)
         self.log_path = self._path(LOG_SUFFIX)
         flags = (os.O_RDWR | os.O_CREAT) if writable else os.O_RDONLY
+        # Guards ``_fd`` against being closed while :meth:`dup_read_fd` duplicates it (a
+        # closed descriptor number may be reused at once by another open file).
+        self._fd_lock = threading.Lock()
         try:
             self._fd: int | None = fileops.open_fd(self.log_path, flags)
             self.size = os.fstat(self._fd).st_size
@@ -480,6 +484,19 @@ class LogSegment:
         self._bytes_since_last_index_entry = plan.bytes_since_entry
 
     # --- reading ---------------------------------------------------------------------------
+    def dup_read_fd(self) -> int:
+        """A new descriptor of this segment's ``.log`` (``os.dup``; the caller closes it).
+
+        It reads the same file whatever happens to the segment afterwards: a rename
+        (``.deleted``, a swap), an unlink (the data stays until the last descriptor closes)
+        or :meth:`close`. Raises ``UnreadableFileError`` when the segment is already closed
+        (deleted, or its log closed): the caller plans again from the current segment list.
+        """
+        with self._fd_lock:
+            if self._fd is None:
+                raise UnreadableFileError("segment is closed", path=str(self.log_path))
+            return os.dup(self._fd)
+
     def read_at(self, position: int, length: int) -> bytes:
         """``length`` bytes of the ``.log`` from ``position`` (fewer at the end of the file)."""
         if self._fd is None:
@@ -955,18 +972,20 @@ class LogSegment:
             try:
                 self._trim_log()
             finally:
-                os.close(self._fd)
-                self._fd = None
+                with self._fd_lock:
+                    os.close(self._fd)
+                    self._fd = None
         self.offset_index.close()
         self.time_index.close()
 
     def release_files(self) -> None:
         """Close every handle without writing anything (after a failed write or close: the
         files are left as they are for recovery); errors are ignored."""
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-            self._fd = None
+        with self._fd_lock:
+            if self._fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(self._fd)
+                self._fd = None
         self.offset_index.release()
         self.time_index.release()
 

@@ -73,7 +73,8 @@ from seglog.engine.log.reads import (
 from seglog.engine.log.record_scan import ConsumedRecord, SkippedRange
 from seglog.engine.log.retention_ops import LogRetention
 from seglog.engine.log.segment_list import SegmentList
-from seglog.engine.log.transactions import DEFAULT_PRODUCER_ID_EXPIRATION_MS, LogTransactions
+from seglog.engine.log.serving import LogServing
+from seglog.engine.log.transactions import DEFAULT_PRODUCER_ID_EXPIRATION_MS
 from seglog.engine.log.truncation import LogTruncation
 from seglog.errors import (
     InvalidRecordError,
@@ -101,7 +102,7 @@ APPEND_CHUNK_BYTES_MAX = 4 * 1024 * 1024  # append_records: bytes per Log.append
 PIPELINED_APPEND_MIN_BYTES = 256 * 1024  # appends this large write while checking CRCs
 
 
-class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
+class Log(LogTruncation, LogRetention, LogCleanerView, LogServing):
     """A partition log; see the module docstring. Create with :meth:`open`."""
 
     def __init__(
@@ -251,7 +252,11 @@ class Log(LogTruncation, LogRetention, LogCleanerView, LogTransactions):
 
     # --- append ------------------------------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview) -> LogAppendInfo:
-        """Append a producer's chunk of v2 batches (offsets are assigned here)."""
+        """Append a producer's chunk of v2 batches (offsets are assigned here); the append
+        listeners are called once it is written (:mod:`.serving`)."""
+        return self._appended(self._append(data))
+
+    def _append(self, data: bytes | bytearray | memoryview) -> LogAppendInfo:
         with self._lock:
             self._check_writable()
             now_ms = self.clock.now_ms()
