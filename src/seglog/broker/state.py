@@ -22,6 +22,7 @@ from seglog.errors import UnknownTopicError
 from seglog.format.topic_names import TopicPartition
 
 if TYPE_CHECKING:
+    from seglog.broker.group_service import GroupService
     from seglog.engine.log.partition_log import Log
     from seglog.engine.log_manager import LogManager
 
@@ -89,8 +90,11 @@ class RequestContext:
 class BrokerState:
     """The shared state of the server (see the module docstring)."""
 
-    def __init__(self, manager: LogManager, config: ServerConfig, *, cluster_id: str) -> None:
+    def __init__(
+        self, manager: LogManager, config: ServerConfig, *, cluster_id: str, groups: GroupService
+    ) -> None:
         self.manager = manager
+        self.groups = groups
         self.config = config
         self.node_id = manager.broker.node_id
         self.cluster_id = cluster_id
