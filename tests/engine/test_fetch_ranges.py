@@ -305,6 +305,9 @@ def test_read_committed_stops_at_the_lso_with_the_aborted_transactions(
                 assert got == want
     with log.fetch_file_ranges(0, 1 << 20, isolation_level=COMMITTED) as res:
         assert res.aborted_transactions and {t.producer_id for t in res.aborted_transactions} == {2}
+    with log.fetch_file_ranges(0, 1 << 20) as res:  # read_uncommitted: past the LSO
+        assert res.next_offset == res.high_watermark > res.last_stable_offset == lso
+        assert res.aborted_transactions is None
     with log.fetch_file_ranges(lso, isolation_level=COMMITTED) as res:  # between LSO and HW
         assert res.ranges == () and res.aborted_transactions == ()
     log.close()

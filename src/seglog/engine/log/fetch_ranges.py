@@ -103,7 +103,8 @@ class FetchRanges:
     """A Fetch answer for one partition: offsets, aborted transactions, file ranges.
 
     Fields: ``fetch_offset``; ``high_watermark`` (the log end offset on one node);
-    ``last_stable_offset``; ``log_start_offset``; ``aborted_transactions``: ``None`` for
+    ``last_stable_offset`` (whatever the isolation level, as Fetch v4+ reports it);
+    ``log_start_offset``; ``aborted_transactions``: ``None`` for
     ``read_uncommitted``, else every aborted transaction overlapping
     ``[fetch_offset, next_offset)`` (``last_offset >= fetch_offset`` and ``first_offset <
     next_offset``), earliest first; ``ranges``; ``size_bytes`` (their total);
