@@ -187,6 +187,10 @@ class OffsetMapFullError(SeglogError):
     """
 
 
+class ProducerIdsExhaustedError(SeglogError):
+    """No block of producer ids is left below int64's maximum (InitProducerId cannot answer)."""
+
+
 class SparkUnavailableError(SeglogError):
     """The Spark pipeline cannot start: pyspark/pyarrow not installed, or no Java."""
 
