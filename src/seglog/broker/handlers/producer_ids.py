@@ -33,7 +33,7 @@ async def handle(
             error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1, producer_epoch=-1
         )
     try:
-        producer_id = state.manager.producer_ids().next_producer_id()
+        producer_id = state.manager.producer_ids.next_producer_id()
     except SeglogError as error:
         LOG.error("InitProducerId: cannot reserve producer ids: %s", error)
         return InitProducerIdResponse(
