@@ -23,9 +23,10 @@ result carries the partition count, the replication factor and every config of t
 either key (both set: INVALID_REQUEST). ``delete.topic.enable=false``: TOPIC_DELETION_DISABLED
 for every topic. Unknown: UNKNOWN_TOPIC_OR_PARTITION (by name) or UNKNOWN_TOPIC_ID (by id).
 Internal topics are refused (INVALID_REQUEST): a client deleting ``__consumer_offsets`` would
-lose every group's committed offsets. After a deletion every callback of
-``BrokerState.on_topic_deleted`` runs with the topic's name (the group coordinator writes
-tombstones for the topic's committed offsets there).
+lose every group's committed offsets. After a deletion, Fetch long polls waiting on the
+topic's partitions are woken (so they answer at once, not at their timeout), and every
+callback of ``BrokerState.on_topic_deleted`` runs with the topic's name (the group
+coordinator writes tombstones for the topic's committed offsets there).
 
 **CreatePartitions.** An increase only (INVALID_PARTITIONS for a count not above the current
 one, or for a topic a Kafka broker wrote: its count belongs to its cluster); ``assignments``,
@@ -51,7 +52,7 @@ from seglog.errors import (
     TopicExistsError,
     UnknownTopicError,
 )
-from seglog.format.topic_names import check_new_topic_name
+from seglog.format.topic_names import TopicPartition, check_new_topic_name
 from seglog.protocol.error_codes import ErrorCode
 from seglog.protocol.messages import (
     CreatePartitionsRequest,
@@ -260,6 +261,7 @@ def _delete_one(state: BrokerState, name: str) -> None:
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
             "This server does not host this topic-partition.",
         )
+    partitions = state.manager.partitions_of(name)
     try:
         state.manager.delete_topic(name)
     except UnknownTopicError as error:
@@ -269,6 +271,8 @@ def _delete_one(state: BrokerState, name: str) -> None:
     except SeglogError as error:
         LOG.warning("DeleteTopics %r failed: %s", name, error)
         raise AdminError(ErrorCode.UNKNOWN_SERVER_ERROR, str(error)) from error
+    for partition in partitions:  # Fetch long polls on the topic answer now, not at timeout
+        state.appends.notify(TopicPartition(name, partition))
     for callback in list(state.on_topic_deleted):
         try:
             callback(name)
