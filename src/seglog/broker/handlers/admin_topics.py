@@ -24,7 +24,7 @@ either key (both set: INVALID_REQUEST). ``delete.topic.enable=false``: TOPIC_DEL
 for every topic. Unknown: UNKNOWN_TOPIC_OR_PARTITION (by name) or UNKNOWN_TOPIC_ID (by id).
 Internal topics are refused (INVALID_REQUEST): a client deleting ``__consumer_offsets`` would
 lose every group's committed offsets. After a deletion, Fetch long polls waiting on the
-topic's partitions are woken (so they answer at once, not at their timeout), and every
+topic's partitions are woken to read again and find the topic gone, and every
 callback of ``BrokerState.on_topic_deleted`` runs with the topic's name (the group
 coordinator writes tombstones for the topic's committed offsets there).
 
