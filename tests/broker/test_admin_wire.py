@@ -203,6 +203,7 @@ def test_delete_topics_by_id_v6(wire: WireClient) -> None:
                 DeleteTopicsRequestDeleteTopicState(name=None, topic_id=topic_id),
                 DeleteTopicsRequestDeleteTopicState(name=None, topic_id=unknown),
                 DeleteTopicsRequestDeleteTopicState(name="byboth", topic_id=unknown),
+                DeleteTopicsRequestDeleteTopicState(name=None, topic_id=ZERO_UUID),
             ]
         ),
         6,
@@ -213,6 +214,7 @@ def test_delete_topics_by_id_v6(wire: WireClient) -> None:
         ("byid", topic_id, 0),
         (None, unknown, ErrorCode.UNKNOWN_TOPIC_ID),
         ("byboth", unknown, ErrorCode.INVALID_REQUEST),
+        (None, ZERO_UUID, ErrorCode.INVALID_REQUEST),
     ]
     by_name = wire.call(
         DeleteTopicsRequest(topic_names=["byboth", "byid"]), 1, DeleteTopicsResponse

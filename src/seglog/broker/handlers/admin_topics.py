@@ -237,8 +237,8 @@ async def create_topics(
 
 def _name_of_id(state: BrokerState, topic_id: UUID) -> str | None:
     manager = state.manager
-    for name in manager.topic_names():
-        if topic_uuid(manager.resolve_topic(name).topic_id) == topic_id:
+    for name in manager.topic_names():  # a topic without an id (ZERO_UUID) never matches
+        if topic_id != ZERO_UUID and topic_uuid(manager.resolve_topic(name).topic_id) == topic_id:
             return name
     return None
 
@@ -288,6 +288,8 @@ def _delete_result(
     try:
         if name is not None and topic_id != ZERO_UUID:
             raise AdminError(ErrorCode.INVALID_REQUEST, "Give a topic's name or its id, not both.")
+        if name is None and topic_id == ZERO_UUID:
+            raise AdminError(ErrorCode.INVALID_REQUEST, "Give a topic's name or its id.")
         if name is None:
             found = _name_of_id(state, topic_id)
             if found is None:
