@@ -17,6 +17,10 @@ from wire_client import WireClient
 
 from seglog.protocol.error_codes import ErrorCode
 from seglog.protocol.messages import (
+    AlterConfigsRequest,
+    AlterConfigsRequestAlterableConfig,
+    AlterConfigsRequestAlterConfigsResource,
+    AlterConfigsResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
     CreatePartitionsRequest,
@@ -113,7 +117,7 @@ def test_api_versions_advertise_the_admin_ranges(wire: WireClient) -> None:
     assert ranges[37] == (0, 3)  # CreatePartitions
     assert ranges[44] == (0, 1)  # IncrementalAlterConfigs
     assert ranges[60] == (0, 1)  # DescribeCluster
-    assert 33 not in ranges  # legacy AlterConfigs is not served
+    assert ranges[33] == (0, 2)  # legacy AlterConfigs (aiokafka's only way to alter)
 
 
 def test_create_topics_checks(wire: WireClient) -> None:
@@ -312,6 +316,40 @@ def test_incremental_alter_configs_bad_requests(wire: WireClient) -> None:
     assert alter(("retention.ms", 0, "1"), validate_only=True) == 0
     [retention] = _describe(wire, 4, (TOPIC, "guarded", ["retention.ms"])).results[0].configs
     assert (retention.value, retention.config_source) == (str(7 * 24 * 3600 * 1000), 5)
+
+
+def test_legacy_alter_configs_replaces_the_override_set(wire: WireClient) -> None:
+    topic = _topic(
+        "legacy",
+        configs=[
+            CreateTopicsRequestCreatableTopicConfig("retention.ms", "1000"),
+            CreateTopicsRequestCreatableTopicConfig("segment.bytes", "4096"),
+        ],
+    )
+    wire.call(CreateTopicsRequest(topics=[topic]), 7, CreateTopicsResponse)
+
+    def alter(kind: int, name: str, *configs: tuple[str, str | None], dry: bool = False) -> int:
+        request = AlterConfigsRequest(
+            resources=[
+                AlterConfigsRequestAlterConfigsResource(
+                    kind, name, [AlterConfigsRequestAlterableConfig(k, v) for k, v in configs]
+                )
+            ],
+            validate_only=dry,
+        )
+        [result] = wire.call(request, 2, AlterConfigsResponse).responses
+        return result.error_code
+
+    assert alter(TOPIC, "legacy", ("retention.ms", None)) == ErrorCode.INVALID_REQUEST
+    assert alter(BROKER, "1", ("num.partitions", "4")) == ErrorCode.INVALID_REQUEST
+    assert alter(TOPIC, "legacy", ("segment.bytes", "2048"), dry=True) == 0
+    assert alter(TOPIC, "legacy", ("segment.bytes", "2048")) == 0
+    described = _describe(wire, 4, (TOPIC, "legacy", ["retention.ms", "segment.bytes"]))
+    values = {c.name: (c.value, c.config_source) for c in described.results[0].configs}
+    assert values == {
+        "retention.ms": (str(7 * 24 * 3600 * 1000), 5),
+        "segment.bytes": ("2048", 1),
+    }
 
 
 def test_describe_cluster_endpoint_types(wire: WireClient, server: ServeProcess) -> None:

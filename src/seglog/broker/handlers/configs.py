@@ -1,4 +1,4 @@
-"""DescribeConfigs (key 32, v1-4) and IncrementalAlterConfigs (key 44, v0-1).
+"""DescribeConfigs (key 32, v1-4), IncrementalAlterConfigs (key 44, v0-1), AlterConfigs (33, v0-2).
 
 **DescribeConfigs** answers TOPIC (2) and BROKER (4) resources with every config (see
 :mod:`seglog.broker.handlers.config_entries`), or the ones named in ``configuration_keys``
@@ -23,10 +23,12 @@ BROKER resources are refused with INVALID_REQUEST: seglog has no dynamic broker 
 (``server.properties`` is read at start, as Kafka's static configs are), so the message tells
 the user to edit the file and restart.
 
-Legacy AlterConfigs (key 33) is not served (decision): it replaces a resource's whole config
-set, so a client that did not first read every override back silently resets them; every
-client in use sends IncrementalAlterConfigs when it is advertised (kafka-python falls back to
-AlterConfigs only when it is absent, librdkafka has both).
+**AlterConfigs** (key 33, v0-2, the legacy form) is served because aiokafka's admin client has
+no other way to alter configs (kafka-python and librdkafka send IncrementalAlterConfigs when it
+is advertised). With Kafka's semantics: the configs given become the topic's **whole** set of
+overrides, so every override not named reverts to its default (a client must read them back
+first, as kafka-python does). Checks and errors are those of IncrementalAlterConfigs (a null
+value or a key twice: INVALID_REQUEST; bad or unknown: INVALID_CONFIG; BROKER refused).
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ from seglog.errors import InvalidConfigError, InvalidTopicError, SeglogError, Un
 from seglog.format.topic_names import validate_topic_name
 from seglog.protocol.error_codes import ErrorCode
 from seglog.protocol.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    AlterConfigsResponseAlterConfigsResourceResponse,
     DescribeConfigsRequest,
     DescribeConfigsRequestDescribeConfigsResource,
     DescribeConfigsResponse,
@@ -52,12 +57,13 @@ from seglog.protocol.messages import (
     DescribeConfigsResponseDescribeConfigsResult,
     DescribeConfigsResponseDescribeConfigsSynonym,
     IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsRequestAlterableConfig,
     IncrementalAlterConfigsRequestAlterConfigsResource,
     IncrementalAlterConfigsResponse,
     IncrementalAlterConfigsResponseAlterConfigsResourceResponse,
 )
 
-DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 TOPIC, BROKER = 2, 4
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 # List-valued topic configs APPEND and SUBTRACT act on (the throttle lists are ignored ones).
@@ -221,16 +227,44 @@ def _topic_values(state: BrokerState, name: str) -> list[ConfigEntry]:
     return topic_entries(state, state.manager.resolve_topic(name))
 
 
+def _replacement_overrides(
+    state: BrokerState, name: str, configs: list[tuple[str, str | None]]
+) -> tuple[dict[str, str], list[str]]:
+    """AlterConfigs: the given configs as the topic's whole override set, and the keys
+    dropped from the current one."""
+    duplicates = sorted(k for k, n in Counter(key for key, _ in configs).items() if n > 1)
+    if duplicates:
+        raise ResourceError(
+            ErrorCode.INVALID_REQUEST, f"Error due to duplicate config keys: {duplicates}"
+        )
+    overrides: dict[str, str] = {}
+    for key, value in configs:
+        if value is None:
+            raise ResourceError(
+                ErrorCode.INVALID_REQUEST, f"Null value not supported for topic configs: {key}"
+            )
+        overrides[key] = value
+    current = state.manager.describe_topic(name).overrides
+    return overrides, [key for key in current if key not in overrides]
+
+
 def _alter_topic(
     state: BrokerState,
     resource: IncrementalAlterConfigsRequestAlterConfigsResource,
     validate_only: bool,
+    *,
+    replace: list[tuple[str, str | None]] | None = None,
 ) -> None:
+    """Alter a topic's overrides: by the resource's operations, or (``replace``, legacy
+    AlterConfigs) to exactly the configs given."""
     name = resource.resource_name
     _check_topic(state, name)
     manager = state.manager
     try:
-        overrides, removed = _new_overrides(state, resource)
+        if replace is None:
+            overrides, removed = _new_overrides(state, resource)
+        else:
+            overrides, removed = _replacement_overrides(state, name, replace)
         manager.resolve_topic(name, overrides)  # raises InvalidConfigError
         if not validate_only:
             manager.alter_topic(name, overrides, remove=removed)
@@ -242,43 +276,78 @@ def _alter_topic(
         raise ResourceError(ErrorCode.UNKNOWN_SERVER_ERROR, str(error)) from error
 
 
+def _alter_resource(
+    state: BrokerState,
+    resource: IncrementalAlterConfigsRequestAlterConfigsResource,
+    validate_only: bool,
+    replace: list[tuple[str, str | None]] | None,
+) -> tuple[int, str | None]:
+    """Alter one resource: ``(error code, message)``, ``(0, None)`` when done."""
+    try:
+        if resource.resource_type == TOPIC:
+            _alter_topic(state, resource, validate_only, replace=replace)
+        elif resource.resource_type == BROKER:
+            _check_broker(state, resource.resource_name)
+            keys = ", ".join(c.name for c in resource.configs) or "(none)"
+            raise ResourceError(
+                ErrorCode.INVALID_REQUEST,
+                f"Cannot update these configs dynamically: {keys}. seglog has no dynamic "
+                "broker configs: set them in server.properties (--config) and restart "
+                "seglog serve.",
+            )
+        else:
+            raise ResourceError(
+                ErrorCode.INVALID_REQUEST,
+                f"Resource type {resource.resource_type} is not served: seglog alters "
+                "topic configs (2) only",
+            )
+    except ResourceError as error:
+        return int(error.code), error.message
+    return 0, None
+
+
 async def incremental_alter_configs(
     state: BrokerState, context: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
     responses = []
     for resource in request.resources:
-        response = IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
-            error_code=0,
-            error_message=None,
-            resource_type=resource.resource_type,
-            resource_name=resource.resource_name,
+        code, message = _alter_resource(state, resource, request.validate_only, None)
+        responses.append(
+            IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
+                error_code=code,
+                error_message=message,
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
         )
-        try:
-            if resource.resource_type == TOPIC:
-                _alter_topic(state, resource, request.validate_only)
-            elif resource.resource_type == BROKER:
-                _check_broker(state, resource.resource_name)
-                keys = ", ".join(c.name for c in resource.configs) or "(none)"
-                raise ResourceError(
-                    ErrorCode.INVALID_REQUEST,
-                    f"Cannot update these configs dynamically: {keys}. seglog has no dynamic "
-                    "broker configs: set them in server.properties (--config) and restart "
-                    "seglog serve.",
-                )
-            else:
-                raise ResourceError(
-                    ErrorCode.INVALID_REQUEST,
-                    f"Resource type {resource.resource_type} is not served: seglog alters "
-                    "topic configs (2) only",
-                )
-        except ResourceError as error:
-            response.error_code = int(error.code)
-            response.error_message = error.message
-        responses.append(response)
     return IncrementalAlterConfigsResponse(responses=responses)
+
+
+async def alter_configs(
+    state: BrokerState, context: RequestContext, request: AlterConfigsRequest
+) -> AlterConfigsResponse:
+    responses = []
+    for legacy in request.resources:
+        configs = [(c.name, c.value) for c in legacy.configs]
+        resource = IncrementalAlterConfigsRequestAlterConfigsResource(
+            legacy.resource_type,
+            legacy.resource_name,
+            [IncrementalAlterConfigsRequestAlterableConfig(k, SET, v) for k, v in configs],
+        )
+        code, message = _alter_resource(state, resource, request.validate_only, configs)
+        responses.append(
+            AlterConfigsResponseAlterConfigsResourceResponse(
+                error_code=code,
+                error_message=message,
+                resource_type=legacy.resource_type,
+                resource_name=legacy.resource_name,
+            )
+        )
+    return AlterConfigsResponse(responses=responses)
 
 
 HANDLERS = [
     ApiHandler(DESCRIBE_CONFIGS, 1, 4, describe_configs),
+    ApiHandler(ALTER_CONFIGS, 0, 2, alter_configs),
     ApiHandler(INCREMENTAL_ALTER_CONFIGS, 0, 1, incremental_alter_configs),
 ]
