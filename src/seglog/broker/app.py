@@ -13,7 +13,16 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from seglog.broker.dispatch import Dispatcher
-from seglog.broker.handlers import api_versions, fetch, metadata, offsets, produce
+from seglog.broker.handlers import (
+    admin_topics,
+    api_versions,
+    cluster,
+    configs,
+    fetch,
+    metadata,
+    offsets,
+    produce,
+)
 from seglog.broker.net.server import KafkaServer
 from seglog.broker.registry import ApiHandler
 from seglog.broker.server_config import Listener, ServerConfig
@@ -33,6 +42,9 @@ def all_handlers() -> list[ApiHandler]:
         *produce.HANDLERS,
         *fetch.HANDLERS,
         *offsets.HANDLERS,
+        *admin_topics.HANDLERS,
+        *configs.HANDLERS,
+        *cluster.HANDLERS,
     ]
 
 

@@ -105,6 +105,9 @@ class BrokerState:
         # Creates an internal topic with its own settings (``__consumer_offsets``) or returns
         # False: set by the group coordinator's wiring; auto-creation never makes them.
         self.create_internal_topic: Callable[[str], bool] = lambda name: False
+        # Called with a topic's name after DeleteTopics deleted it (e.g. to write tombstones
+        # for the committed offsets of its partitions): set by the group coordinator's wiring.
+        self.on_topic_deleted: list[Callable[[str], None]] = []
 
     def log_of(self, topic: str, partition: int) -> Log | None:
         """The partition's log, or None when the topic or partition is not here."""
