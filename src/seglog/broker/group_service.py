@@ -2,7 +2,7 @@
 
 :class:`GroupService` drives the pure :class:`GroupCoordinator` (``seglog.broker.groups``) from
 asyncio and persists what it asks for in ``__consumer_offsets`` through the
-:class:`ConsumerOffsetsStore`:
+:class:`OffsetsStore`:
 
 * a JoinGroup or SyncGroup gets a ticket; the handler awaits a future resolved when a
   :class:`Completion` for that ticket comes out of any later step (another member's request,
@@ -40,7 +40,7 @@ from seglog.broker.groups.model import (
     SyncRequest,
     SyncResult,
 )
-from seglog.broker.groups.offsets_store import ConsumerOffsetsStore
+from seglog.broker.groups.offsets_store import OffsetsStore
 from seglog.errors import SeglogError
 from seglog.format.group_records import GroupMetadataValue, MemberMetadata
 from seglog.protocol.error_codes import ErrorCode
@@ -102,7 +102,7 @@ class GroupService:
     def __init__(
         self,
         coordinator: GroupCoordinator,
-        store: ConsumerOffsetsStore,
+        store: OffsetsStore,
         *,
         now_ms: Callable[[], int],
         expiry_interval_ms: int,
@@ -118,12 +118,23 @@ class GroupService:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def restore(self) -> int:
-        """Rebuild every group stored in ``__consumer_offsets``; returns how many."""
+        """Rebuild every group the (loaded) store holds; returns how many."""
         now = self.now_ms()
-        groups = self.store.load(now)
-        for group_id, value in groups.items():
+        groups = self.store.groups()
+        for group_id in groups:
+            value = self.store.group_metadata(group_id)
             self.coordinator.restore(group_id, None if value is None else snapshot_of(value), now)
         return len(groups)
+
+    def ensure_offsets_topic(self) -> bool:
+        """Create ``__consumer_offsets`` if missing (FindCoordinator's first use); False when
+        it cannot be made here."""
+        try:
+            self.store.ensure_topic()
+        except SeglogError as failure:
+            LOG.error("cannot create __consumer_offsets: %s", failure)
+            return False
+        return True
 
     def start(self) -> None:
         self._tasks = [
@@ -191,13 +202,13 @@ class GroupService:
         if isinstance(effect, PersistGroup):
             error = ErrorCode.NONE
             try:
-                self.store.store_group_metadata(effect.group_id, value_of(effect.snapshot), now)
+                self.store.store_group(effect.group_id, value_of(effect.snapshot), now_ms=now)
             except SeglogError as failure:
                 LOG.error("cannot persist group %s: %s", effect.group_id, failure)
                 error = ErrorCode.COORDINATOR_NOT_AVAILABLE
             return self.coordinator.persisted(effect.persist_id, error, now)
         try:
-            self.store.delete_group(effect.group_id, now)
+            self.store.delete_group(effect.group_id, now_ms=now)
         except SeglogError as failure:
             LOG.error("cannot write the tombstones of group %s: %s", effect.group_id, failure)
         return None
@@ -222,16 +233,28 @@ class GroupService:
     def expire_offsets(self) -> None:
         """Tombstone expired offsets; forget Empty groups left with none (Kafka's cleanup task)."""
         now = self.now_ms()
+        states = {}
+        for group_id in self.coordinator.group_ids():
+            group = self.coordinator.group(group_id)
+            if group is not None:
+                states[group_id] = group.state.value
         try:
-            emptied = self.store.expire_offsets(now, self._is_empty)
+            result = self.store.expire_offsets(now_ms=now, states=states)
         except SeglogError as failure:
             LOG.error("offset expiry failed: %s", failure)
             return
-        for group_id in emptied:
-            if self.coordinator.drop_empty_group(group_id, now):
-                with contextlib.suppress(SeglogError):
-                    self.store.delete_group(group_id, now)
+        for group_id in result.groups:
+            self.coordinator.drop_empty_group(group_id, now)
+        if result.offsets:
+            LOG.info(
+                "expired %d offset(s) of %d group(s)",
+                sum(len(tps) for tps in result.offsets.values()),
+                len(result.offsets),
+            )
 
-    def _is_empty(self, group_id: str) -> bool:
-        group = self.coordinator.group(group_id)
-        return group is None or not group.members
+    def topic_deleted(self, topic: str) -> None:
+        """Tombstones for every offset committed on a deleted topic (DeleteTopics' hook)."""
+        try:
+            self.store.topic_deleted(topic, now_ms=self.now_ms())
+        except SeglogError as failure:
+            LOG.error("cannot write the offset tombstones of deleted topic %s: %s", topic, failure)

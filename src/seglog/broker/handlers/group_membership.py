@@ -41,7 +41,7 @@ GROUP_KEY_TYPE = 0
 def _coordinator_error(state: BrokerState, key_type: int) -> ErrorCode:
     if key_type != GROUP_KEY_TYPE:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
-    if not state.groups.store.ensure_topic():
+    if not state.groups.ensure_offsets_topic():
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     return ErrorCode.NONE
 

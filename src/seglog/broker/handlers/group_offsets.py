@@ -16,10 +16,14 @@ offsets committed in transactions do not exist here.
 
 from __future__ import annotations
 
+import logging
+
+from seglog.broker.groups.offsets_store import OffsetAndMetadata
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import BrokerState, RequestContext
 from seglog.errors import SeglogError
 from seglog.format.group_records import OffsetCommitValue
+from seglog.format.topic_names import TopicPartition
 from seglog.protocol.error_codes import ErrorCode
 from seglog.protocol.messages import (
     OffsetCommitRequest,
@@ -36,6 +40,7 @@ from seglog.protocol.messages import (
 )
 
 NO_OFFSET = -1
+LOG = logging.getLogger("seglog.serve.groups")
 
 
 def _commit_answer(
@@ -66,7 +71,7 @@ async def offset_commit(
     keys = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
     if not request.group_id:
         return _commit_answer(request, dict.fromkeys(keys, ErrorCode.INVALID_GROUP_ID))
-    if not service.store.ensure_topic():
+    if not service.ensure_offsets_topic():
         return _commit_answer(request, dict.fromkeys(keys, ErrorCode.COORDINATOR_NOT_AVAILABLE))
     error = service.coordinator.validate_offset_commit(
         request.group_id,
@@ -77,31 +82,33 @@ async def offset_commit(
     )
     if error is not ErrorCode.NONE:
         return _commit_answer(request, dict.fromkeys(keys, error))
-    limit = service.store.offset_metadata_max_bytes
+    limit = service.store.settings.metadata_max_bytes
     retention = request.retention_time_ms if 2 <= context.api_version <= 4 else -1
     errors: dict[tuple[str, int], ErrorCode] = {}
-    values: dict[tuple[str, int], OffsetCommitValue] = {}
+    values: dict[TopicPartition, OffsetAndMetadata] = {}
     for topic in request.topics:
         for p in topic.partitions:
-            key = (topic.name, p.partition_index)
+            key = TopicPartition(topic.name, p.partition_index)
             metadata = p.committed_metadata or ""
             if state.log_of(topic.name, p.partition_index) is None:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif len(metadata.encode("utf-8")) > limit:
                 errors[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
-                values[key] = OffsetCommitValue(
-                    offset=p.committed_offset,
-                    metadata=metadata,
-                    commit_timestamp=now,
-                    leader_epoch=p.committed_leader_epoch,
-                    expire_timestamp=now + retention if retention >= 0 else -1,
+                values[key] = OffsetAndMetadata(
+                    p.committed_offset, p.committed_leader_epoch, metadata
                 )
     if values:
         try:
-            service.store.commit(request.group_id, values, now)
+            service.store.commit(
+                request.group_id,
+                values,
+                now_ms=now,
+                expire_timestamp_ms=now + retention if retention >= 0 else None,
+            )
             outcome = ErrorCode.NONE
-        except SeglogError:
+        except SeglogError as failure:
+            LOG.error("commit of group %s failed: %s", request.group_id, failure)
             outcome = ErrorCode.COORDINATOR_NOT_AVAILABLE
         errors.update(dict.fromkeys(values, outcome))
     return _commit_answer(request, errors)
@@ -113,11 +120,12 @@ def _fetch_group(
     committed = state.groups.store.committed(group_id)
     if wanted is None:
         by_topic: dict[str, list[tuple[int, OffsetCommitValue | None]]] = {}
-        for (topic, partition), value in sorted(committed.items()):
-            by_topic.setdefault(topic, []).append((partition, value))
+        for tp, value in sorted(committed.items()):
+            by_topic.setdefault(tp.topic, []).append((tp.partition, value))
         return list(by_topic.items())
     return [
-        (topic, [(p, committed.get((topic, p))) for p in partitions]) for topic, partitions in wanted
+        (topic, [(p, committed.get(TopicPartition(topic, p))) for p in partitions])
+        for topic, partitions in wanted
     ]
 
 
