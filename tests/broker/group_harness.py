@@ -4,8 +4,8 @@ persists on request, and checks on every step that no ticket is answered twice."
 from __future__ import annotations
 
 import itertools
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 from seglog.broker.groups.coordinator import GroupCoordinator
 from seglog.broker.groups.group_config import GroupConfig

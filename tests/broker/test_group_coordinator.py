@@ -37,9 +37,9 @@ def test_error_codes_62_to_68_have_kafkas_names() -> None:
 
 
 def test_config_rejects_bad_values_and_reads_properties() -> None:
-    with pytest.raises(InvalidConfigError, match="group.max.size"):
+    with pytest.raises(InvalidConfigError, match=r"group\.max\.size"):
         GroupConfig(max_size=0)
-    with pytest.raises(InvalidConfigError, match="group.initial.rebalance.delay.ms"):
+    with pytest.raises(InvalidConfigError, match=r"group\.initial\.rebalance\.delay\.ms"):
         GroupConfig.from_properties({"group.initial.rebalance.delay.ms": "soon"})
     cfg = GroupConfig.from_properties(
         {"group.initial.rebalance.delay.ms": "0", "group.max.size": "7"}
