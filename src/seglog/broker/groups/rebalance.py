@@ -222,8 +222,16 @@ def complete_join(out: Outbox, group: Group, now_ms: int) -> None:
     ]:
         drop_member(out, group, member, ErrorCode.UNKNOWN_MEMBER_ID, now_ms)
     if group.members and not group.maybe_elect_new_joined_leader():
-        # only static members that did not rejoin remain: wait another rebalance timeout
-        group.join_deadline_ms = now_ms + group.rebalance_timeout_ms()
+        # only static members that did not rejoin remain: wait another rebalance timeout (with a
+        # zero timeout, until the next session expiry, where Kafka would retry at once)
+        timeout = group.rebalance_timeout_ms()
+        sessions = [
+            m.session_deadline_ms
+            for m in group.members.values()
+            if m.session_deadline_ms is not None
+        ]
+        retry = max(min(sessions, default=now_ms), now_ms + 1)
+        group.join_deadline_ms = now_ms + timeout if timeout > 0 else retry
         return
     group.generation_id += 1
     group.pending_sync.clear()
