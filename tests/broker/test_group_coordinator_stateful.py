@@ -164,6 +164,19 @@ class GroupMachine(RuleBasedStateMachine):
                 self.issued.add(ticket)
 
     @rule()
+    def converge(self) -> None:
+        """Everyone (pending members too) rejoins, the join phase ends, everyone syncs."""
+        self.pending_members_return(PROTOCOL_SETS[2])
+        self.everyone_rejoins()
+        for _ in range(20):
+            group = self.h.coord.group(GROUP)
+            deadline = self.h.coord.next_deadline_ms()
+            if group is None or group.state != GroupState.PREPARING_REBALANCE or deadline is None:
+                break
+            self.h.at(max(self.h.now, deadline))
+        self.everyone_syncs(follower_first=True, ack=True)
+
+    @rule()
     def ack_all(self) -> None:
         for persist_id in sorted(self.h.coord.unacknowledged_persists()):
             self.h.take(self.h.coord.persisted(persist_id, ErrorCode.NONE, self.h.now))
