@@ -401,3 +401,30 @@ def test_timers_are_only_deadlines() -> None:
     coord = GroupCoordinator(GroupConfig(initial_rebalance_delay_ms=3000))
     assert coord.next_deadline_ms() is None
     assert coord.advance(10**12).completions == []
+
+
+def test_static_replacement_undone_when_its_persist_fails() -> None:
+    h = Harness()
+    first = h.join_result(h.join(instance="i-1", client="s"))
+    h.sync(first.member_id, 1, {first.member_id: b"mine"})
+    h.auto_persist = False
+    again = h.join(instance="i-1", client="s")
+    h.take(h.coord.persisted(h.persists[-1].persist_id, ErrorCode.REQUEST_TIMED_OUT, h.now))
+    result = h.join_result(again)
+    assert result.error == ErrorCode.COORDINATOR_NOT_AVAILABLE and result.member_id == ""
+    group = h.coord.group("g")
+    assert group is not None and list(group.members) == [first.member_id]
+    assert group.static_members == {"i-1": first.member_id}
+    assert h.coord.heartbeat("g", 1, first.member_id, "i-1", h.now).error == ErrorCode.NONE
+
+
+def test_a_second_join_from_a_waiting_member_answers_the_first() -> None:
+    h = Harness()
+    a, _b = stable_group(h, 2)
+    first = h.join(a, client="c0", protocols=(ROUNDROBIN, RANGE))
+    second = h.join(a, client="c0", protocols=(ROUNDROBIN, RANGE))
+    assert h.join_result(first).error == ErrorCode.REBALANCE_IN_PROGRESS
+    assert second not in h.answers
+    described = h.coord.describe_groups(["g"])[0]
+    assert described.state == "PreparingRebalance" and described.protocol_data == ""
+    assert all(m.metadata == b"" and m.assignment == b"" for m in described.members)
