@@ -1,4 +1,4 @@
-"""Kafka's protocol error codes (``org.apache.kafka.common.protocol.Errors``), the ones seglog answers.
+"""Kafka's protocol error codes (``org.apache.kafka.common.protocol.Errors``).
 
 Every error a client sees from ``seglog serve`` is one of these numbers, in the response field
 Kafka puts it in, with an ``error_message`` where the message version has one. The numbers are
