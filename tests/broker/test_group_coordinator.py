@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from group_harness import RANGE, ROUNDROBIN, Harness
 
@@ -428,3 +430,19 @@ def test_a_second_join_from_a_waiting_member_answers_the_first() -> None:
     described = h.coord.describe_groups(["g"])[0]
     assert described.state == "PreparingRebalance" and described.protocol_data == ""
     assert all(m.metadata == b"" and m.assignment == b"" for m in described.members)
+
+
+def test_restore_v0_metadata_and_an_oversized_group() -> None:
+    h = Harness()
+    stable_group(h, 2)
+    snapshot = h.persists[-1].snapshot
+    old = replace(
+        snapshot, members=tuple(replace(m, rebalance_timeout_ms=-1) for m in snapshot.members)
+    )
+    small = Harness(config=GroupConfig(initial_rebalance_delay_ms=0, max_size=1))
+    step = small.coord.restore("g", old, 0)
+    group = small.coord.group("g")
+    assert group is not None and group.state == GroupState.PREPARING_REBALANCE
+    assert step.completions == [] and all(
+        m.rebalance_timeout_ms == 10_000 for m in group.members.values()
+    )

@@ -23,7 +23,7 @@ always a member; in Stable every member holds its assignment. See ``group.py`` f
 Decisions where Kafka is silent or loose: a second JoinGroup (or SyncGroup) from a member that
 already waits answers the older one REBALANCE_IN_PROGRESS (Kafka drops it unanswered); protocol
 votes that tie go to the protocol the earliest member voted for; a static member that rejoins
-with new timeouts keeps the new ones (as Kafka 4's coordinator does).
+with new timeouts keeps the new ones (as Kafka does).
 """
 
 from __future__ import annotations
@@ -362,11 +362,13 @@ class GroupCoordinator:
 
     # -- start-up --------------------------------------------------------------------------------
 
-    def restore(self, group_id: str, snapshot: GroupSnapshot | None, now_ms: int) -> None:
+    def restore(self, group_id: str, snapshot: GroupSnapshot | None, now_ms: int) -> Step:
         """Rebuilds a group from its last GroupMetadata (None: a group known only by its offsets).
 
         Members come back Stable with their assignment and a session deadline of now + their
         session timeout, so a client that is gone expires and a live one keeps heartbeating.
+        Call it at start-up, before any request for the group; the Step is empty unless
+        ``group.max.size`` shrank below the group's size (then a rebalance starts, as in Kafka).
         """
         group = Group(group_id, GroupState.EMPTY, now_ms)
         if snapshot is not None:
@@ -382,7 +384,10 @@ class GroupCoordinator:
                         m.group_instance_id,
                         m.client_id,
                         m.client_host,
-                        m.rebalance_timeout_ms,
+                        # GroupMetadataValue v0 has no rebalance timeout (-1): the session's
+                        m.rebalance_timeout_ms
+                        if m.rebalance_timeout_ms >= 0
+                        else m.session_timeout_ms,
                         m.session_timeout_ms,
                         ((snapshot.protocol, m.subscription),),
                         assignment=m.assignment,
@@ -393,6 +398,10 @@ class GroupCoordinator:
                     group.leader_id = snapshot.leader
                 group.state = GroupState.STABLE
         self._groups[group_id] = group
+        if len(group.members) > self.config.max_size:
+            # group.max.size shrank since the group was written: rebalance so members can commit
+            rb.prepare_rebalance(self._out, group, now_ms)
+        return self._out.take()
 
     # -- timers ----------------------------------------------------------------------------------
 
