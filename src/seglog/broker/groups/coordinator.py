@@ -49,9 +49,9 @@ from seglog.broker.groups.model import (
     Pending,
     Step,
     SyncRequest,
-    SyncResult,
 )
 from seglog.broker.groups.static_members import StaticMembership
+from seglog.broker.groups.syncing import on_assignment_persisted, sync_group
 from seglog.broker.groups.views import describe, listed
 from seglog.protocol.error_codes import ErrorCode
 
@@ -120,48 +120,11 @@ class GroupCoordinator:
         """SyncGroup: followers wait for the leader's assignment, which waits for its persist."""
         self._fire_due(now_ms)
         ticket = self._out.new_ticket()
-        result = self._sync(request, ticket, now_ms)
+        result = sync_group(self._out, self._groups.get(request.group_id), request, ticket, now_ms)
         if result is not None:
             self._out.complete(ticket, result)
         self._fire_due(now_ms)
         return Pending(ticket, self._out.take())
-
-    def _sync(self, req: SyncRequest, ticket: int, now_ms: int) -> SyncResult | None:
-        if not req.group_id:
-            return SyncResult(ErrorCode.INVALID_GROUP_ID)
-        group = self._groups.get(req.group_id)
-        if group is None:
-            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group.is_(GroupState.DEAD):
-            return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        error = group.validate_current_member(req.member_id, req.group_instance_id)
-        if error != ErrorCode.NONE:
-            return SyncResult(error)
-        if req.generation_id != group.generation_id:
-            return SyncResult(ErrorCode.ILLEGAL_GENERATION)
-        if req.protocol_type is not None and req.protocol_type != group.protocol_type:
-            return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-        if req.protocol_name is not None and req.protocol_name != group.protocol_name:
-            return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-        if group.is_(GroupState.EMPTY):
-            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group.is_(GroupState.PREPARING_REBALANCE):
-            return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
-        member = group.members[req.member_id]
-        rb.mark_synced(group, req.member_id)
-        if group.is_(GroupState.STABLE):
-            rb.schedule_session(member, now_ms)
-            return SyncResult(
-                ErrorCode.NONE, group.protocol_type, group.protocol_name, member.assignment
-            )
-        rb.answer_sync(self._out, member, SyncResult(ErrorCode.REBALANCE_IN_PROGRESS), now_ms)
-        member.sync_ticket = ticket
-        if group.leader_id == req.member_id:
-            given = dict(req.assignments)
-            assignment = {mid: given.get(mid, b"") for mid in group.members}
-            wait = rb.SyncWait(group.group_id, group.generation_id, assignment)
-            self._out.persist(group.group_id, group.snapshot(assignment), wait)
-        return None
 
     # -- persistence acknowledgements ------------------------------------------------------------
 
@@ -174,17 +137,8 @@ class GroupCoordinator:
         error = _STORE_ERRORS.get(error, error)
         if isinstance(wait, rb.SyncWait):
             group = self._groups.get(wait.group_id)
-            if (
-                group is not None
-                and group.is_(GroupState.COMPLETING_REBALANCE)
-                and group.generation_id == wait.generation_id
-            ):
-                if error != ErrorCode.NONE:
-                    rb.reset_and_propagate_assignment_error(self._out, group, error, now_ms)
-                    rb.maybe_prepare_rebalance(self._out, group, now_ms)
-                else:
-                    rb.set_and_propagate_assignment(self._out, group, wait.assignment, now_ms)
-                    group.transition(GroupState.STABLE, now_ms)
+            if group is not None:
+                on_assignment_persisted(self._out, group, wait, error, now_ms)
         elif isinstance(wait, rb.StaticJoinWait):
             group = self._groups.get(wait.group_id)
             if group is not None:
