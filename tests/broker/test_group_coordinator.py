@@ -446,3 +446,23 @@ def test_restore_v0_metadata_and_an_oversized_group() -> None:
     assert step.completions == [] and all(
         m.rebalance_timeout_ms == 10_000 for m in group.members.values()
     )
+
+
+def test_timers_of_several_groups_fire_in_deadline_order() -> None:
+    h = Harness()
+    slow = h.new_member(group="slow", session_ms=9000)
+    h.sync(slow, 1, {slow: b"s"}, group="slow")
+    fast = h.new_member(group="fast", session_ms=7000)
+    h.sync(fast, 1, {fast: b"f"}, group="fast")
+    assert h.coord.next_deadline_ms() == 7000
+    h.at(3000)
+    assert h.heartbeat(fast, 1, group="fast") == ErrorCode.NONE  # moves fast's session to 10000
+    assert h.coord.next_deadline_ms() == 9000
+    h.at(9500)
+    slow_group, fast_group = h.coord.group("slow"), h.coord.group("fast")
+    assert slow_group is not None and slow_group.state == GroupState.EMPTY
+    assert fast_group is not None and fast_group.state == GroupState.STABLE
+    assert h.coord.next_deadline_ms() == 10_000
+    h.take(h.coord.delete_groups(["slow"], h.now).step)
+    h.at(10_000)
+    assert fast_group.state == GroupState.EMPTY and h.coord.next_deadline_ms() is None

@@ -28,6 +28,7 @@ with new timeouts keeps the new ones (as Kafka does).
 
 from __future__ import annotations
 
+import heapq
 import uuid
 from collections.abc import Callable, Iterable
 
@@ -83,6 +84,9 @@ class GroupCoordinator:
         self._new_id = new_id
         self._joiner = Joiner(self._out, self._groups, new_id)
         self._static = StaticMembership(self._out)
+        #: (deadline, group id) entries; one is current when it equals ``_group_next[group id]``
+        self._timer_heap: list[tuple[int, str]] = []
+        self._group_next: dict[str, int] = {}
 
     # -- inspection ----------------------------------------------------------------------------
 
@@ -111,7 +115,7 @@ class GroupCoordinator:
         result = self._joiner.join(request, ticket, now_ms)
         if result is not None:
             self._out.complete(ticket, result)
-        self._fire_due(now_ms)
+        self._settle(request.group_id, now_ms)
         return Pending(ticket, self._out.take())
 
     # -- SyncGroup -----------------------------------------------------------------------------
@@ -123,7 +127,7 @@ class GroupCoordinator:
         result = sync_group(self._out, self._groups.get(request.group_id), request, ticket, now_ms)
         if result is not None:
             self._out.complete(ticket, result)
-        self._fire_due(now_ms)
+        self._settle(request.group_id, now_ms)
         return Pending(ticket, self._out.take())
 
     # -- persistence acknowledgements ------------------------------------------------------------
@@ -143,7 +147,8 @@ class GroupCoordinator:
             group = self._groups.get(wait.group_id)
             if group is not None:
                 self._static.on_persisted(group, wait, error, now_ms)
-        self._fire_due(now_ms)
+        if wait is not None:
+            self._settle(wait.group_id, now_ms)
         return self._out.take()
 
     # -- Heartbeat and LeaveGroup --------------------------------------------------------------
@@ -159,6 +164,7 @@ class GroupCoordinator:
         """Heartbeat: restarts the member's session; tells it about a rebalance."""
         self._fire_due(now_ms)
         error = self._heartbeat(group_id, generation_id, member_id, group_instance_id, now_ms)
+        self._settle(group_id, now_ms)
         return HeartbeatOutcome(error, self._out.take())
 
     def _heartbeat(
@@ -207,7 +213,7 @@ class GroupCoordinator:
             MemberLeaveResult(m.member_id, m.group_instance_id, self._leave_one(group, m, now_ms))
             for m in leaving
         ]
-        self._fire_due(now_ms)
+        self._settle(group_id, now_ms)
         return LeaveOutcome(ErrorCode.NONE, tuple(out), self._out.take())
 
     def _leave_one(self, group: Group, leaving: LeavingMember, now_ms: int) -> ErrorCode:
@@ -264,6 +270,7 @@ class GroupCoordinator:
         member = group.members.get(member_id)
         if member is not None:
             rb.schedule_session(member, now_ms)
+            self._touch(group_id)
         return ErrorCode.NONE
 
     # -- ListGroups, DescribeGroups, DeleteGroups ------------------------------------------------
@@ -298,6 +305,7 @@ class GroupCoordinator:
                 group.transition(GroupState.DEAD, now_ms)
                 group.pending_members.clear()
                 del self._groups[group_id]
+                self._touch(group_id)
                 self._out.delete(group_id)
                 results.append((group_id, ErrorCode.NONE))
             else:
@@ -312,6 +320,7 @@ class GroupCoordinator:
             return False
         group.transition(GroupState.DEAD, now_ms)
         del self._groups[group_id]
+        self._touch(group_id)
         return True
 
     # -- start-up --------------------------------------------------------------------------------
@@ -355,30 +364,50 @@ class GroupCoordinator:
         if len(group.members) > self.config.max_size:
             # group.max.size shrank since the group was written: rebalance so members can commit
             rb.prepare_rebalance(self._out, group, now_ms)
+        self._touch(group_id)
         return self._out.take()
 
     # -- timers ----------------------------------------------------------------------------------
 
     def next_deadline_ms(self) -> int | None:
         """The earliest timer, or None when nothing is scheduled."""
-        found = [deadline for group in self._groups.values() for deadline, _, _ in _timers(group)]
-        return min(found, default=None)
+        heap = self._timer_heap
+        while heap and self._group_next.get(heap[0][1]) != heap[0][0]:
+            heapq.heappop(heap)  # stale: the group's next deadline moved
+        return heap[0][0] if heap else None
 
     def advance(self, now_ms: int) -> Step:
         """Fires every timer due at ``now_ms``, in deadline order."""
         self._fire_due(now_ms)
         return self._out.take()
 
+    def _touch(self, group_id: str) -> None:
+        """Re-indexes the group's earliest timer after its state changed."""
+        group = self._groups.get(group_id)
+        earliest = min((d for d, _, _ in _timers(group)), default=None) if group else None
+        if earliest is None:
+            self._group_next.pop(group_id, None)
+        elif self._group_next.get(group_id) != earliest:
+            self._group_next[group_id] = earliest
+            heapq.heappush(self._timer_heap, (earliest, group_id))
+        if len(self._timer_heap) > 2 * len(self._group_next) + 64:
+            # mostly stale entries (sessions moved by heartbeats): rebuild from the current ones
+            self._timer_heap = [(d, g) for g, d in self._group_next.items()]
+            heapq.heapify(self._timer_heap)
+
+    def _settle(self, group_id: str, now_ms: int) -> None:
+        """After a request changed ``group_id``: re-index it and fire whatever is due."""
+        self._touch(group_id)
+        self._fire_due(now_ms)
+
     def _fire_due(self, now_ms: int) -> None:
-        while True:
-            best: tuple[int, Group, str, str] | None = None
-            for group in self._groups.values():
-                for deadline, kind, key in _timers(group):
-                    if deadline <= now_ms and (best is None or deadline < best[0]):
-                        best = (deadline, group, kind, key)
-            if best is None:
-                return
-            at, group, kind, key = best
+        """Fires due timers one at a time, earliest first (a group's ties: join, sync, pending
+        members, sessions), each at its own deadline."""
+        while (deadline := self.next_deadline_ms()) is not None and deadline <= now_ms:
+            _, group_id = heapq.heappop(self._timer_heap)
+            del self._group_next[group_id]
+            group = self._groups[group_id]
+            at, kind, key = min(_timers(group), key=lambda timer: timer[0])
             if kind == "join":
                 rb.on_join_deadline(self._out, group, at)
             elif kind == "sync":
@@ -387,6 +416,7 @@ class GroupCoordinator:
                 rb.remove_pending_member_and_update(self._out, group, key, at)
             else:
                 rb.on_session_deadline(self._out, group, group.members[key], at)
+            self._touch(group_id)
 
 
 def _timers(group: Group) -> Iterable[tuple[int, str, str]]:
