@@ -81,7 +81,6 @@ class GroupCoordinator:
         self.config = config or GroupConfig()
         self._groups: dict[str, Group] = {}
         self._out = rb.Outbox(self.config)
-        self._new_id = new_id
         self._joiner = Joiner(self._out, self._groups, new_id)
         self._static = StaticMembership(self._out)
         #: (deadline, group id) entries; one is current when it equals ``_group_next[group id]``
