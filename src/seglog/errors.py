@@ -255,3 +255,10 @@ class InvalidTxnStateError(ProducerStateError):
 class TransactionCoordinatorFencedError(ProducerStateError):
     """A marker carries a coordinator epoch older than one already written for the producer
     (Kafka's ``TRANSACTION_COORDINATOR_FENCED``)."""
+
+
+class CorruptGroupRecordError(CorruptRecordError):
+    """A ``__consumer_offsets`` record whose key or value breaks its layout (a string running
+    past the end, a value version no Kafka writes, a null key). ``position`` is the byte inside
+    the key or value; a loader adds the partition and offset of the record to ``reason``.
+    Kafka stops loading the partition at such a record; so does seglog."""
