@@ -776,7 +776,11 @@ _BROKER_ONLY_KEYS = (
         100 * MIB,
     ),
     BrokerKey(
-        "offsets.retention.minutes", ConfigType.INT, _at_least(1), "offsets_retention_minutes", 10080
+        "offsets.retention.minutes",
+        ConfigType.INT,
+        _at_least(1),
+        "offsets_retention_minutes",
+        10080,
     ),
     BrokerKey(
         "offsets.retention.check.interval.ms",
