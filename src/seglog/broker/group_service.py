@@ -123,7 +123,8 @@ class GroupService:
         groups = self.store.groups()
         for group_id in groups:
             value = self.store.group_metadata(group_id)
-            self.coordinator.restore(group_id, None if value is None else snapshot_of(value), now)
+            snapshot = None if value is None else snapshot_of(value)
+            self.apply(self.coordinator.restore(group_id, snapshot, now))
         return len(groups)
 
     def ensure_offsets_topic(self) -> bool:

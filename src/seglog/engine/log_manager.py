@@ -445,11 +445,17 @@ class LogManager:
         )
 
     def create_topic(
-        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str] | None = None,
+        *,
+        internal: bool = False,
     ) -> TopicDescription:
         """Create a topic with ``partitions`` partitions and config overrides (crash-safe:
-        see :mod:`seglog.engine.topics`)."""
-        return self._topic_ops.create_topic(name, partitions, configs)
+        see :mod:`seglog.engine.topics`); ``internal``: Kafka's internal topics are allowed
+        (the broker's own ``__consumer_offsets``)."""
+        return self._topic_ops.create_topic(name, partitions, configs, internal=internal)
 
     def increase_partitions(self, name: str, count: int) -> TopicDescription:
         """Raise a topic's partition count to ``count``, creating the new partitions (an
