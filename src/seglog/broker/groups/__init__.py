@@ -1,6 +1,5 @@
-<<<<<<< HEAD
-"""Consumer groups: the classic group coordinator and the ``__consumer_offsets`` store."""
-=======
-"""Classic consumer groups on one node: the ``__consumer_offsets`` store
-(:mod:`.offsets_store`) and the offset expiry rule (:mod:`.offset_expiry`)."""
->>>>>>> groupstore
+"""Classic consumer groups on one node.
+
+The coordinator (a pure state machine: :mod:`.coordinator`), the ``__consumer_offsets`` store
+(:mod:`.offsets_store`) and the offset expiry rule (:mod:`.offset_expiry`).
+"""
