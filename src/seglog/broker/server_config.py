@@ -133,15 +133,6 @@ class ServerConfig:
             connections_max_idle_ms=_int(props, "connections.max.idle.ms", 600_000, 1),
             auto_create_topics_enable=_bool(props, "auto.create.topics.enable", True),
             delete_topic_enable=_bool(props, "delete.topic.enable", True),
-            group_initial_rebalance_delay_ms=_int(
-                props, "group.initial.rebalance.delay.ms", 3_000, 0
-            ),
-            group_min_session_timeout_ms=_int(props, "group.min.session.timeout.ms", 6_000, 0),
-            group_max_session_timeout_ms=_int(props, "group.max.session.timeout.ms", 1_800_000, 0),
-            group_max_size=_int(props, "group.max.size", INT32_MAX, 1),
+            groups=GroupConfig.from_properties(props),
         )
-        if config.group_min_session_timeout_ms > config.group_max_session_timeout_ms:
-            raise InvalidConfigError(
-                "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms"
-            )
         return config

@@ -28,7 +28,7 @@ limits, group timeouts). All are read-only: seglog has no dynamic broker configs
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from seglog.broker.server_config import ServerConfig
@@ -97,23 +97,23 @@ SERVER_KEYS: tuple[tuple[str, str, int, str], ...] = (
     ("delete.topic.enable", "delete_topic_enable", BOOLEAN, "DeleteTopics is allowed."),
     (
         "group.initial.rebalance.delay.ms",
-        "group_initial_rebalance_delay_ms",
+        "groups.initial_rebalance_delay_ms",
         INT,
         "The delay of the first rebalance of an empty group.",
     ),
     (
         "group.min.session.timeout.ms",
-        "group_min_session_timeout_ms",
+        "groups.min_session_timeout_ms",
         INT,
         "The smallest session timeout a member may ask for.",
     ),
     (
         "group.max.session.timeout.ms",
-        "group_max_session_timeout_ms",
+        "groups.max_session_timeout_ms",
         INT,
         "The largest session timeout a member may ask for.",
     ),
-    ("group.max.size", "group_max_size", INT, "The most members a group may have."),
+    ("group.max.size", "groups.max_size", INT, "The most members a group may have."),
 )
 
 
@@ -215,16 +215,22 @@ def broker_entries(state: BrokerState) -> list[ConfigEntry]:
         synonyms = ((name, value, source),)
         entries.append(ConfigEntry(name, value, source, True, wire_type, doc, synonyms))
     config, default_config = state.config, ServerConfig()
-    known = {f.name for f in fields(ServerConfig)}
     for name, field_name, wire_type, doc in SERVER_KEYS:
-        assert field_name in known, field_name
-        raw, default_raw = getattr(config, field_name), getattr(default_config, field_name)
+        raw, default_raw = _setting(config, field_name), _setting(default_config, field_name)
         source = _source_of(raw, default_raw)
         text = _server_text(raw)
         entries.append(
             ConfigEntry(name, text, source, True, wire_type, doc, ((name, text, source),))
         )
     return entries
+
+
+def _setting(config: ServerConfig, path: str) -> object:
+    """A server setting by its attribute path (``groups.max_size``: a nested setting)."""
+    value: object = config
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
 
 
 def _server_text(value: object) -> str | None:

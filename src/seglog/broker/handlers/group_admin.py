@@ -91,4 +91,3 @@ HANDLERS = [
     ApiHandler(15, 0, 5, describe_groups),
     ApiHandler(42, 0, 2, delete_groups),
 ]
-

@@ -79,9 +79,7 @@ async def join_group(
     state: BrokerState, context: RequestContext, request: JoinGroupRequest
 ) -> JoinGroupResponse:
     version = context.api_version
-    rebalance_timeout = (
-        request.session_timeout_ms if version == 0 else request.rebalance_timeout_ms
-    )
+    rebalance_timeout = request.session_timeout_ms if version == 0 else request.rebalance_timeout_ms
     result = await state.groups.join(
         JoinRequest(
             group_id=request.group_id,
@@ -166,7 +164,9 @@ async def leave_group(
         error_code=int(outcome.error),
         members=[
             LeaveGroupResponseMemberResponse(
-                member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=int(m.error)
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                error_code=int(m.error),
             )
             for m in outcome.members
         ],

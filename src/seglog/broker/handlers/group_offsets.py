@@ -1,4 +1,4 @@
-"""OffsetCommit (key 8, v2-9) and OffsetFetch (key 9, v1-9): committed offsets in ``__consumer_offsets``.
+"""OffsetCommit (key 8, v2-9) and OffsetFetch (key 9, v1-9): offsets in ``__consumer_offsets``.
 
 OffsetCommit: the group coordinator first decides whether the commit may be written
 (generation, member, group state: one error for every partition when not); then per partition
@@ -133,7 +133,7 @@ async def offset_fetch(
     state: BrokerState, context: RequestContext, request: OffsetFetchRequest
 ) -> OffsetFetchResponse:
     version = context.api_version
-    available = state.groups.store.ensure_topic()
+    available = state.groups.ensure_offsets_topic()
     if version < 8:
         wanted = (
             None
@@ -170,7 +170,9 @@ async def offset_fetch(
         groups.append(
             OffsetFetchResponseOffsetFetchResponseGroup(
                 group_id=group.group_id,
-                error_code=int(ErrorCode.NONE if available else ErrorCode.COORDINATOR_NOT_AVAILABLE),
+                error_code=int(
+                    ErrorCode.NONE if available else ErrorCode.COORDINATOR_NOT_AVAILABLE
+                ),
                 topics=[
                     OffsetFetchResponseOffsetFetchResponseTopics(
                         name=topic,
