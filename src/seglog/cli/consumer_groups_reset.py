@@ -3,7 +3,9 @@
 Kafka's ``ConsumerGroupCommand`` rules, computed against the logs of the data dirs:
 
 * partitions: ``--topic T`` is every partition of T here, ``--topic T:0,2`` those listed
-  (repeatable); ``--all-topics`` every partition the group has committed offsets for;
+  (repeatable); ``--all-topics`` every partition the group has committed offsets for whose
+  log is here (others are named on stderr and left as they are: a copied broker directory
+  may lack some topics);
 * ``--to-earliest``: the log start offset; ``--to-latest``: the log end offset (the high
   watermark); ``--to-offset N``: N; ``--shift-by N``: the committed offset + N (a partition
   without one is an error, as in Kafka); ``--to-datetime T``: the first offset whose
@@ -70,7 +72,12 @@ def partitions_to_reset(
 ) -> list[TopicPartition]:
     """The partitions ``--topic``/``--all-topics`` name, sorted."""
     if all_topics:
-        return sorted(committed)
+        found = [tp for tp in sorted(committed) if tp.partition in manager.partitions_of(tp.topic)]
+        for tp in sorted(set(committed) - set(found)):
+            print(
+                f"seglog: {tp} is not in these data dirs: its offset is left as is", file=sys.stderr
+            )
+        return found
     out: set[TopicPartition] = set()
     for spec in topics:
         topic, numbers = parse_topic_spec(spec)
