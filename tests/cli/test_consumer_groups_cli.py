@@ -215,3 +215,15 @@ def test_a_held_lock_stops_writes_and_names_the_holder_but_reads_work(
     dry = cli.ok("consumer-groups", "--reset-offsets", "--group", "idle", "--all-topics",
                  "--to-earliest", "--dry-run")  # fmt: skip
     assert dry.lines[1].split() == ["idle", "t", "0", "0"]
+
+
+def test_deleting_a_topic_tombstones_its_committed_offsets(cli: Cli, groups: Path) -> None:
+    cli.ok("topics", "create", "u", "--partitions", "1")
+    with _manager(groups) as manager:
+        OffsetsStore.open(manager).commit("idle", {TopicPartition("u", 0): OffsetAndMetadata(0)},
+                                          now_ms=T0)  # fmt: skip
+    cli.ok("topics", "delete", "t")
+    # "simple" had offsets on t only; the groups with metadata stay
+    assert cli.ok("consumer-groups", "--list").lines == ["busy", "idle"]
+    assert _committed(groups, "idle") == {TopicPartition("u", 0): 0}
+    assert _committed(groups, "busy") == {}
