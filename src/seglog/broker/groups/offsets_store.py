@@ -181,6 +181,14 @@ class OffsetsStore:
         wanted = set(topics)
         return {tp: value for tp, value in offsets.items() if tp.topic in wanted}
 
+    def is_metadata_too_large(self, metadata: str | None) -> bool:
+        """Whether a commit's metadata passes ``offset.metadata.max.bytes`` (Kafka compares
+        the Java string's length, in UTF-16 code units): OFFSET_METADATA_TOO_LARGE."""
+        if metadata is None:
+            return False
+        units = len(metadata.encode("utf-16-le", "surrogatepass")) // 2
+        return units > self.settings.metadata_max_bytes
+
     # --- writes ----------------------------------------------------------------------------------
     def commit(
         self,
