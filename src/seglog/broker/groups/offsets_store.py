@@ -30,7 +30,9 @@ next deletion or expiry writes again.
 
 **Load** (:meth:`OffsetsStore.load`, at start-up): every partition of the topic present here
 is replayed from its log start offset: the last value of a key wins, a tombstone deletes it,
-records of aborted transactions are left out, key types seglog does not read (KIP-848, share
+records of aborted transactions are left out (those of a transaction still open, a
+``TxnOffsetCommit`` of a copied broker's, are applied: Kafka holds them pending until their
+marker, which seglog's store never sees written), key types seglog does not read (KIP-848, share
 groups) are skipped, as Kafka's loader does. A record that does not parse stops the load with
 :class:`~seglog.errors.CorruptGroupRecordError` naming the partition and offset (Kafka stops
 loading the partition there too). A real broker's partitions load the same way.
