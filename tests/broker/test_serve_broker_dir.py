@@ -16,9 +16,9 @@ import pytest
 from confluent_kafka import Consumer, TopicCollection, TopicPartition
 from confluent_kafka.admin import AdminClient
 from kafka.admin import KafkaAdminClient
-from corpus_location import NO_CORPUS_REASON, corpus_root
 from serve_process import serve
 
+from corpus_location import NO_CORPUS_REASON, corpus_root
 from seglog.broker.groups.offsets_store import OffsetsStore
 from seglog.engine.log_manager import open_log_dirs
 from seglog.storage.partition_dirs import read_partition_topic_id
