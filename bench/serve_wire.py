@@ -118,7 +118,7 @@ class WireClient:
     def fetch_all(
         self, topic: str, start: int, end: int, *, max_bytes: int, partition_max_bytes: int
     ) -> tuple[int, list[int]]:
-        """Fetch ``[start, end)`` of partition 0; returns the bytes and each response's records size."""
+        """Fetch ``[start, end)`` of partition 0: the bytes, and each response's records size."""
         offset = start
         total = 0
         sizes: list[int] = []
@@ -235,14 +235,15 @@ class SendfilePeer:
                     return
                 with conn:
                     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                    for path, position, size in self.ranges:
+                    for path, start, size in self.ranges:
                         fd = files.get(path)
                         if fd is None:
                             fd = files[path] = os.open(path, os.O_RDONLY)
-                        while size > 0:
-                            sent = os.sendfile(conn.fileno(), fd, position, size)
+                        position, left = start, size
+                        while left > 0:
+                            sent = os.sendfile(conn.fileno(), fd, position, left)
                             position += sent
-                            size -= sent
+                            left -= sent
         finally:
             for fd in files.values():
                 os.close(fd)
