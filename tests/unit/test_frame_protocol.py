@@ -42,8 +42,12 @@ async def serve(received: list[bytes], checks: list[bool]) -> asyncio.Server:
         except (asyncio.IncompleteReadError, ConnectionError):
             writer.close()
 
+    tasks: set[asyncio.Task[None]] = set()
+
     def connected(reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
-        asyncio.ensure_future(run(reader, writer))
+        task = asyncio.ensure_future(run(reader, writer))
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
 
     loop = asyncio.get_running_loop()
     return await loop.create_server(lambda: FrameProtocol(connected), "127.0.0.1", 0)
