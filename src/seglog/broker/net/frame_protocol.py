@@ -14,9 +14,11 @@ Invariants:
   ever writes after the last received byte, or into a new buffer when the old one is full;
 * unread bytes are bounded: reading pauses once ``max(HIGH_WATER_BYTES, the frame awaited)``
   are buffered and resumes when a read needs more (as ``StreamReader`` does with its limit);
-* the buffer grows to hold the awaited frame whole (the caller has checked its size against
-  ``socket.request.max.bytes`` before asking) and shrinks back to ``INITIAL_BYTES`` once a large
-  frame has been read and the rest is small;
+* the buffer grows (geometrically) to hold the awaited frame whole (the caller has checked its
+  size against ``socket.request.max.bytes`` before asking) and is given up for a smaller one
+  once it is much larger than what is buffered and awaited;
+* each received byte is moved within the process at most about once, however many requests a
+  client pipelines (see :meth:`FrameProtocol._make_room`);
 * when the buffer is full while a view of it is in use, the unread bytes move to a second
   buffer (the one released by the previous move, when its size fits): in a steady stream of
   requests two buffers alternate and nothing is allocated.
@@ -156,21 +158,31 @@ class FrameProtocol(asyncio.BufferedProtocol):
             waiter.set_result(None)
 
     def _make_room(self, need: int) -> None:
-        """Make ``need`` bytes of room after the unread bytes: compact in place, or move them
-        to the spare or a new buffer when a view of this one is in use or its size is wrong."""
+        """Make ``need`` bytes of room after the unread bytes.
+
+        In place (the unread bytes move to the front) when no view of this buffer is in use,
+        it is big enough and the unread bytes fill at most half of it, so each byte is moved
+        at most about once however requests are pipelined; otherwise the unread bytes move to
+        the spare buffer or a new one of twice the room needed (growth is geometric), and a
+        buffer much larger than needed is given up."""
         unread = self._end - self._start
-        capacity = max(INITIAL_BYTES, unread + need)
-        fits = capacity <= len(self._buffer) <= 4 * capacity
-        if fits and self._held is not self._buffer:
+        required = unread + need
+        size = len(self._buffer)
+        capacity = max(INITIAL_BYTES, 2 * required)
+        if (
+            self._held is not self._buffer
+            and required <= size <= 4 * capacity
+            and 2 * unread <= size
+        ):
             self._buffer[:unread] = self._buffer[self._start : self._end]
         else:
             spare = self._spare
-            if spare is not None and capacity <= len(spare) <= 4 * capacity:
+            if spare is not None and required <= len(spare) <= 4 * capacity:
                 fresh = spare
             else:
                 fresh = bytearray(capacity)
             self._spare = None
-            fresh[:unread] = self._buffer[self._start : self._end]
+            fresh[:unread] = memoryview(self._buffer)[self._start : self._end]
             self._buffer = fresh
         self._start = 0
         self._end = unread
