@@ -5,9 +5,10 @@ messages/s (default 10 000) for ``--seconds`` (default 10) from this process, pa
 clock (every 0.5 ms, the messages due by then are sent), each message's first 8 bytes the
 send instant (``CLOCK_MONOTONIC`` in ns, comparable across processes), padded to 100 B:
 
-* **serve**: a confluent-kafka ``Producer`` (``acks=1``, ``linger.ms=0``: batches of the
-  messages ready, no waiting) to a fresh one-partition topic of a ``seglog serve``
-  subprocess; a confluent-kafka ``Consumer`` in a child process, assigned to the partition
+* **serve, linger.ms=0** (and one per other ``--linger-ms`` value, default also 5, librdkafka's
+  default): a confluent-kafka ``Producer`` (``acks=1``; ``linger.ms=0``: batches of the
+  messages ready, no waiting, so the most requests) to a fresh one-partition topic of a
+  ``seglog serve`` subprocess; a confluent-kafka ``Consumer`` in a child process, assigned to the partition
   before the first message (librdkafka's defaults: ``fetch.wait.max.ms`` 500,
   ``fetch.min.bytes`` 1, so it long-polls and the server wakes it on append), records
   receive instant - send instant for every message (``poll()``, one message per call).
@@ -16,10 +17,10 @@ send instant (``CLOCK_MONOTONIC`` in ns, comparable across processes), padded to
   path from one process to another on this machine.
 
 Reported: p50, p99, p99.9 and max of each round (medians over rounds), the rate reached, and
-the ratios serve / hop of the medians of p50 and p99.
+the ratios serve (the first ``--linger-ms``) / hop of the medians of p50 and p99.
 
 Run: ``.venv/bin/python -m bench.bench_serve_latency [--rate 10000] [--seconds 10]
-[--repeat 3] [--quick] [--workdir DIR]``.
+[--linger-ms 0,5] [--repeat 3] [--quick] [--workdir DIR]``.
 """
 
 from __future__ import annotations
@@ -44,7 +45,13 @@ from bench.common import machine_info, write_results
 from bench.serve_common import ServeProcess, median, open_manager, quiet_client
 
 MESSAGE_BYTES = 100
-SERVE = "serve: confluent-kafka producer -> seglog serve -> consumer"
+
+
+def serve_name(linger_ms: float) -> str:
+    """The contender name of the path through the server at one ``linger.ms``."""
+    return f"serve: confluent-kafka producer (linger.ms={linger_ms:g}) -> seglog serve -> consumer"
+
+
 HOP = "limit: one TCP hop"
 PERCENTILES = (("p50", 0.50), ("p99", 0.99), ("p99.9", 0.999), ("max", 1.0))
 
@@ -127,7 +134,9 @@ def _collect(process: Any, parent: Connection) -> array[int]:
     return latencies
 
 
-def run_serve(server: ServeProcess, topic: str, rate: int, count: int) -> tuple[array[int], float]:
+def run_serve(
+    server: ServeProcess, topic: str, rate: int, count: int, linger_ms: float
+) -> tuple[array[int], float]:
     """One paced round through the server (module docstring)."""
     from confluent_kafka import Producer
 
@@ -136,7 +145,7 @@ def run_serve(server: ServeProcess, topic: str, rate: int, count: int) -> tuple[
     process = context.Process(target=_consume_child, args=(server.address, topic, count, child))
     process.start()
     producer = Producer(
-        quiet_client({"bootstrap.servers": server.address, "acks": 1, "linger.ms": 0})
+        quiet_client({"bootstrap.servers": server.address, "acks": 1, "linger.ms": linger_ms})
     )
     producer.list_topics(topic, timeout=10)
     if parent.recv() != "ready":
@@ -177,23 +186,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rate", type=int, default=10_000)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--linger-ms", default="0,5")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--workdir", type=Path, default=None)
     args, _ = parser.parse_known_args(argv)
     seconds, repeat = (0.5, 1) if args.quick else (args.seconds, max(1, args.repeat))
     count = int(args.rate * seconds)
     work = Path(tempfile.mkdtemp(prefix="seglog-bench-serve-latency-", dir=args.workdir))
-    rounds: dict[str, list[dict[str, float]]] = {SERVE: [], HOP: []}
+    lingers = [float(v) for v in args.linger_ms.split(",")]
+    first = serve_name(lingers[0])
+    rounds: dict[str, list[dict[str, float]]] = {serve_name(v): [] for v in lingers}
+    rounds[HOP] = []
     try:
         manager = open_manager(work / "data")
         for index in range(repeat + 1):
-            manager.create_topic(f"lat{index}", 1)
+            for linger in lingers:
+                manager.create_topic(f"lat{index}-{linger:g}", 1)
         manager.close()
         with ServeProcess(work / "data", log_path=work / "serve.log") as server:
             contenders: dict[str, Callable[[int], tuple[array[int], float]]] = {
-                SERVE: lambda r: run_serve(server, f"lat{r}", args.rate, count),
-                HOP: lambda r: run_hop(args.rate, count),
+                serve_name(v): lambda r, v=v: run_serve(
+                    server, f"lat{r}-{v:g}", args.rate, count, v
+                )
+                for v in lingers
             }
+            contenders[HOP] = lambda r: run_hop(args.rate, count)
             names = list(contenders)
             for round_index in range(repeat + 1):
                 shift = round_index % len(names)
@@ -218,11 +235,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             cells.append(f"{median(values):,.0f} [{values[0]:,.0f}..{values[-1]:,.0f}]")
         print(f"| {name} | " + " | ".join(cells) + " |")
     ratios = {
-        key: median([s[key] for s in rounds[SERVE]]) / median([s[key] for s in rounds[HOP]])
+        key: median([s[key] for s in rounds[first]]) / median([s[key] for s in rounds[HOP]])
         for key in ("p50", "p99")
     }
     print(
-        f"\nserve / one TCP hop: p50 **{ratios['p50']:.1f}x**, p99 **{ratios['p99']:.1f}x** "
+        f"\nserve (linger.ms={lingers[0]:g}) / one TCP hop: p50 **{ratios['p50']:.1f}x**, "
+        f"p99 **{ratios['p99']:.1f}x** "
         "(the path has two hops, a log append and a long-poll wake-up)"
     )
     path = write_results(

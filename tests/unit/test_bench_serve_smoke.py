@@ -84,7 +84,7 @@ def test_quick_latency_run_measures_every_message(
     monkeypatch.setattr(common, "RESULTS_DIR", tmp_path / "results")
 
     assert bench_serve_latency.main(["--quick", "--workdir", str(tmp_path)]) == 0
-    assert "serve / one TCP hop" in capsys.readouterr().out
+    assert "/ one TCP hop: p50" in capsys.readouterr().out
     result = _results(tmp_path, "serve_latency")
     assert result["count"] == 5000
     for summaries in result["rounds"].values():
