@@ -8,8 +8,8 @@ send instant (``CLOCK_MONOTONIC`` in ns, comparable across processes), padded to
 * **serve, linger.ms=0** (and one per other ``--linger-ms`` value, default also 5, librdkafka's
   default): a confluent-kafka ``Producer`` (``acks=1``; ``linger.ms=0``: batches of the
   messages ready, no waiting, so the most requests) to a fresh one-partition topic of a
-  ``seglog serve`` subprocess; a confluent-kafka ``Consumer`` in a child process, assigned to the partition
-  before the first message (librdkafka's defaults: ``fetch.wait.max.ms`` 500,
+  ``seglog serve`` subprocess; a confluent-kafka ``Consumer`` in a child process, assigned
+  to the partition before the first message (librdkafka's defaults: ``fetch.wait.max.ms`` 500,
   ``fetch.min.bytes`` 1, so it long-polls and the server wakes it on append), records
   receive instant - send instant for every message (``poll()``, one message per call).
 * **limit: one TCP hop**: the same paced messages written to a loopback TCP connection
