@@ -116,3 +116,39 @@ def test_a_client_vanishing_mid_frame_ends_only_its_connection() -> None:
     received, reply = asyncio.run(scenario())
     assert received == [b"still served"]
     assert reply == frame(b"still served")
+
+
+def test_a_read_times_out_and_leaves_the_bytes_received_buffered() -> None:
+    async def scenario() -> tuple[bool, bytes]:
+        loop = asyncio.get_running_loop()
+        outcome: asyncio.Future[tuple[bool, bytes]] = loop.create_future()
+
+        async def run(reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
+            timed_out = False
+            try:
+                await reader.readexactly(8, timeout=0.05)
+            except TimeoutError:
+                timed_out = True
+            rest = await reader.readexactly(8, timeout=5)
+            outcome.set_result((timed_out, bytes(rest)))
+            writer.close()
+
+        tasks: set[asyncio.Task[None]] = set()
+
+        def connected(reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
+            task = asyncio.ensure_future(run(reader, writer))
+            tasks.add(task)
+
+        server = await loop.create_server(lambda: FrameProtocol(connected), "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"abcd")
+        await asyncio.sleep(0.2)  # past the first read's timeout
+        writer.write(b"efgh")
+        result = await asyncio.wait_for(outcome, 5)
+        writer.close()
+        server.close()
+        await server.wait_closed()
+        return result
+
+    assert asyncio.run(scenario()) == (True, b"abcdefgh")

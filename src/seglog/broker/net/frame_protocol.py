@@ -37,6 +37,11 @@ MIN_FREE_BYTES = 64 * 1024
 HIGH_WATER_BYTES = 1024 * 1024
 
 
+def _time_out(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
+
+
 class FrameProtocol(asyncio.BufferedProtocol):
     """One connection: buffered reads for the server, write flow control for its writer."""
 
@@ -120,16 +125,21 @@ class FrameProtocol(asyncio.BufferedProtocol):
         return self._closed
 
     # --- the server's read side -------------------------------------------------------------
-    async def readexactly(self, size: int) -> memoryview:
+    async def readexactly(self, size: int, timeout: float | None = None) -> memoryview:
         """The next ``size`` bytes, as a view valid until the next call (see the invariants).
+
+        ``timeout`` (seconds) bounds the whole wait, as ``asyncio.wait_for`` would, without a
+        task per call.
 
         Raises:
             asyncio.IncompleteReadError: the peer closed before ``size`` bytes arrived.
+            TimeoutError: ``timeout`` passed first (the bytes received stay buffered).
         """
         if self._held is not None:  # the caller is done with the previous view
             if self._held is not self._buffer:
                 self._spare = self._held
             self._held = None
+        deadline = None if timeout is None else self._loop.time() + timeout
         while self._end - self._start < size:
             if self._eof:
                 partial = bytes(self._buffer[self._start : self._end])
@@ -141,10 +151,15 @@ class FrameProtocol(asyncio.BufferedProtocol):
                 assert self._transport is not None
                 self._reading_paused = False
                 self._transport.resume_reading()
-            self._read_waiter = self._loop.create_future()
+            waiter = self._read_waiter = self._loop.create_future()
+            timer = None
+            if deadline is not None:
+                timer = self._loop.call_at(deadline, _time_out, waiter)
             try:
-                await self._read_waiter
+                await waiter
             finally:
+                if timer is not None:
+                    timer.cancel()
                 self._read_waiter = None
                 self._want = 0
         view = memoryview(self._buffer)[self._start : self._start + size]

@@ -137,7 +137,7 @@ class KafkaServer:
         limit = self.config.socket_request_max_bytes
         while not self._stopping:
             try:
-                prefix = await asyncio.wait_for(reader.readexactly(4), idle_s)
+                prefix = await reader.readexactly(4, timeout=idle_s)
             except TimeoutError:
                 self.stats.closed_idle += 1
                 return
