@@ -51,6 +51,7 @@ def test_quick_produce_run_stores_every_record(
     for result in results:
         assert set(result["wall_s"]) == {
             bench_serve_produce.WIRE,
+            bench_serve_produce.FLOOR,
             bench_serve_produce.RAW,
             bench_serve_produce.IN_PROCESS,
         }
