@@ -178,12 +178,15 @@ class FrameProtocol(asyncio.BufferedProtocol):
         In place (the unread bytes move to the front) when no view of this buffer is in use,
         it is big enough and the unread bytes fill at most half of it, so each byte is moved
         at most about once however requests are pipelined; otherwise the unread bytes move to
-        the spare buffer or a new one of twice the room needed (growth is geometric), and a
-        buffer much larger than needed is given up."""
+        the spare buffer or a new one of twice the room needed (growth is geometric, capped
+        at ``HIGH_WATER_BYTES`` more than needed), and a buffer much larger than needed is
+        given up."""
         unread = self._end - self._start
         required = unread + need
         size = len(self._buffer)
-        capacity = max(INITIAL_BYTES, 2 * required)
+        # twice what is needed, but at most HIGH_WATER_BYTES more: a 100 MiB request gets
+        # ~101 MiB, not 200 (unread bytes beyond the awaited frame never exceed the high water)
+        capacity = max(INITIAL_BYTES, required + min(required, HIGH_WATER_BYTES))
         if (
             self._held is not self._buffer
             and required <= size <= 4 * capacity
