@@ -57,7 +57,6 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._spare: bytearray | None = None  # a released buffer, reused by _make_room
         self._reading_paused = False
         self._eof = False
-        self._lost: BaseException | None = None
         self._read_waiter: asyncio.Future[None] | None = None
         self._writing_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
@@ -91,7 +90,6 @@ class FrameProtocol(asyncio.BufferedProtocol):
         return False  # the transport closes itself
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._lost = exc if exc is not None else ConnectionResetError("connection lost")
         self._eof = True
         self._wake()
         for waiter in self._drain_waiters:

@@ -12,8 +12,9 @@ as Kafka's ``SocketServer`` applies them:
 * ``connections.max.idle.ms``: a connection with no request for that long is closed.
 * a client that vanishes mid-request (EOF, reset) only ends its own connection.
 
-Responses are written as parts: bytes with ``transport.write``, file ranges with
-``loop.sendfile`` (``os.sendfile`` underneath), so record bytes go from the page cache to the
+Requests are read by :class:`FrameProtocol` straight into a reused buffer (a request body is
+never copied in the process). Responses are written as parts: bytes with
+``transport.write``, file ranges with ``loop.sendfile`` (``os.sendfile`` underneath), so record bytes go from the page cache to the
 socket without passing through Python.
 
 Shutdown (:meth:`KafkaServer.stop`): the listening sockets close, idle connections close, every
