@@ -14,8 +14,8 @@ as Kafka's ``SocketServer`` applies them:
 
 Requests are read by :class:`FrameProtocol` straight into a reused buffer (a request body is
 never copied in the process). Responses are written as parts: bytes with
-``transport.write``, file ranges with ``loop.sendfile`` (``os.sendfile`` underneath), so record bytes go from the page cache to the
-socket without passing through Python.
+``transport.write``, file ranges with ``loop.sendfile`` (``os.sendfile`` underneath), so record
+bytes go from the page cache to the socket without passing through Python.
 
 Shutdown (:meth:`KafkaServer.stop`): the listening sockets close, idle connections close, every
 request already being handled is answered, then the connections close.
