@@ -77,7 +77,7 @@ class Request:
     api_version: int
     correlation_id: int
     client_id: str | None
-    frame: bytes
+    frame: bytes | memoryview
     body_offset: int
 
     def decode_body(self) -> Any:
@@ -97,7 +97,7 @@ class UnknownApiError(ProtocolDecodeError):
     """A request naming an API key seglog has no message definition for."""
 
 
-def peek_header(frame: bytes) -> tuple[int, int, int]:
+def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
     """``(api_key, api_version, correlation_id)`` of a frame, without parsing the rest.
 
     Raises:
@@ -112,7 +112,7 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
     return api_key, api_version, correlation_id
 
 
-def decode_request(frame: bytes, version_known: bool = True) -> Request:
+def decode_request(frame: bytes | memoryview, version_known: bool = True) -> Request:
     """Parse a request frame's header (v1 or v2 as the request version says).
 
     The header version is chosen by the request's flexibility, which is only defined for API

@@ -12,9 +12,10 @@ as Kafka's ``SocketServer`` applies them:
 * ``connections.max.idle.ms``: a connection with no request for that long is closed.
 * a client that vanishes mid-request (EOF, reset) only ends its own connection.
 
-Responses are written as parts: bytes with ``transport.write``, file ranges with
-``loop.sendfile`` (``os.sendfile`` underneath), so record bytes go from the page cache to the
-socket without passing through Python.
+Requests are read by :class:`FrameProtocol` straight into a reused buffer (a request body is
+never copied in the process). Responses are written as parts: bytes with
+``transport.write``, file ranges with ``loop.sendfile`` (``os.sendfile`` underneath), so record
+bytes go from the page cache to the socket without passing through Python.
 
 Shutdown (:meth:`KafkaServer.stop`): the listening sockets close, idle connections close, every
 request already being handled is answered, then the connections close.
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 
 from seglog.broker.dispatch import CloseConnection, Dispatcher, Parts
 from seglog.broker.file_records import FileRange, FileRangesRecords
+from seglog.broker.net.frame_protocol import FrameProtocol
 from seglog.broker.server_config import Listener, ServerConfig
 
 LOG = logging.getLogger("seglog.serve")
@@ -65,6 +67,7 @@ class KafkaServer:
         self.config = config
         self._servers: list[asyncio.Server] = []
         self._connections: set[_Connection] = set()
+        self._accepting: set[asyncio.Task[None]] = set()
         self._request_slots = asyncio.Semaphore(config.queued_max_requests)
         self._stopping = False
         self.stats = ServerStats()
@@ -72,13 +75,13 @@ class KafkaServer:
 
     async def start(self) -> list[Listener]:
         """Bind every listener (port 0: a free port); returns the bound addresses."""
+        loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
-            server = await asyncio.start_server(
-                self._accept,
+            server = await loop.create_server(
+                lambda: FrameProtocol(self._connected),
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,
-                limit=64 * 1024,
             )
             self._servers.append(server)
             sock = server.sockets[0]
@@ -100,7 +103,12 @@ class KafkaServer:
         for server in self._servers:
             await server.wait_closed()
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _connected(self, reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.ensure_future(self._accept(reader, writer))
+        self._accepting.add(task)
+        task.add_done_callback(self._accepting.discard)
+
+    async def _accept(self, reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         host = peer[0] if isinstance(peer, tuple) else "unknown"
         if self._stopping or len(self._connections) >= self.config.max_connections:
@@ -125,12 +133,12 @@ class KafkaServer:
             with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
                 await writer.wait_closed()
 
-    async def _serve(self, connection: _Connection, reader: asyncio.StreamReader) -> None:
+    async def _serve(self, connection: _Connection, reader: FrameProtocol) -> None:
         idle_s = self.config.connections_max_idle_ms / 1000
         limit = self.config.socket_request_max_bytes
         while not self._stopping:
             try:
-                prefix = await asyncio.wait_for(reader.readexactly(4), idle_s)
+                prefix = await reader.readexactly(4, timeout=idle_s)
             except TimeoutError:
                 self.stats.closed_idle += 1
                 return
