@@ -30,12 +30,12 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from message_strategies import kafka_python_class, message_values, same_values
 
 from seglog.broker.app import all_handlers
 from seglog.broker.handlers import api_versions
 from seglog.protocol import codec, messages
 from seglog.protocol.framing import FrameReader, decode_request, encode_response
+from support.protocol_messages import kafka_python_class, message_values, same_values
 
 pytestmark = pytest.mark.compat
 
