@@ -9,7 +9,8 @@ as Kafka's ``SocketServer`` applies them:
 * ``max.connections``: a connection above it is closed at once.
 * ``queued.max.requests``: at most that many requests are being handled at once across all
   connections; a connection whose request finds no room waits (it is not read meanwhile).
-* ``connections.max.idle.ms``: a connection with no request for that long is closed.
+* ``connections.max.idle.ms``: a connection with no traffic for that long is closed, between
+  requests or halfway through one (a client stalled mid-frame idles out too).
 * a client that vanishes mid-request (EOF, reset) only ends its own connection.
 
 Responses are written as parts: bytes with ``transport.write``, file ranges with
@@ -144,7 +145,10 @@ class KafkaServer:
                     limit,
                 )
                 return
-            frame = await reader.readexactly(size)
+            frame = await _read_body(reader, size, idle_s)
+            if frame is None:
+                self.stats.closed_idle += 1
+                return
             connection.busy = True
             try:
                 async with self._request_slots:
@@ -159,6 +163,33 @@ class KafkaServer:
                     await _write_parts(connection.writer, parts)
             finally:
                 connection.busy = False
+
+
+async def _read_body(reader: asyncio.StreamReader, size: int, idle_s: float) -> bytes | None:
+    """A frame's ``size`` body bytes; None when no byte arrived for ``idle_s``.
+
+    Kafka's idle rule counts any traffic, so a client that stalls halfway through a frame
+    idles out like a silent one (it would otherwise hold its connection, and the memory of
+    its partial frame, forever), while a slow but steady large request is not cut.
+
+    Raises:
+        asyncio.IncompleteReadError: the client closed the connection mid-frame.
+    """
+    if size == 0:
+        return b""
+    received = bytearray()
+    while len(received) < size:
+        try:
+            async with asyncio.timeout(idle_s):
+                chunk = await reader.read(size - len(received))
+        except TimeoutError:
+            return None
+        if not chunk:
+            raise asyncio.IncompleteReadError(bytes(received), size)
+        if len(chunk) == size:
+            return chunk  # the whole frame at once (the common case): no copy
+        received += chunk
+    return bytes(received)
 
 
 async def _send_range(
