@@ -9,7 +9,7 @@
 * The "other client" that must be unaffected: kafka-python producing (acks=1) and consuming
   (no group, from the log start) through :func:`produce_values` and :func:`consume_values`.
 * After the server stopped: :func:`reopen_values` checks the clean-shutdown marker and reads a
-  partition back through seglog's own API.
+  partition back through seglog's own API; :func:`finish` is the end of every edge test.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from seglog.engine.log_manager import LogManager
 from seglog.protocol import codec, messages
 from seglog.protocol.framing import REQUESTS, RESPONSES, response_header_version
 
+TOPIC = "edge"
 SRC = Path(__file__).resolve().parents[2] / "src"
 READY = "seglog serve: listening on PLAINTEXT://"
 START_TIMEOUT_S = 90.0
@@ -235,3 +236,21 @@ def reopen_values(data_dir: Path, topic: str) -> list[bytes | None]:
     with LogManager.open(broker, read_only=True) as manager:
         log = manager.get_log(topic, 0)
         return [record.value for record in log.iter_records(log.log_start_offset)]
+
+
+def values(tag: str, count: int = 20) -> list[bytes]:
+    """``count`` distinct values tagged ``tag``."""
+    return [f"{tag}-{i}".encode() for i in range(count)]
+
+
+def finish(broker: ServedBroker, before: list[bytes]) -> None:
+    """The end of every edge test: the server is up; the other client's data (``before``) is
+    all there and new data round-trips; SIGTERM stops it cleanly and the directory reopens
+    with every value."""
+    assert broker.alive(), broker.log_text()[-3000:]
+    after = values("after")
+    round_trip(broker, TOPIC, after)
+    broker.stop()
+    stored = reopen_values(broker.data_dir, TOPIC)
+    for value in before + after:
+        assert value in stored, f"{value!r} is missing after the restart"

@@ -25,10 +25,11 @@ import pytest
 from server_harness import (
     CLIENT_TIMEOUT_S,
     SRC,
-    ServedBroker,
+    TOPIC,
     api_versions,
     closed_by_server,
     connect,
+    finish,
     raw_frame,
     read_frame,
     read_response,
@@ -36,29 +37,13 @@ from server_harness import (
     request_frame,
     round_trip,
     served_broker,
+    values,
 )
 
 from seglog.broker.app import all_handlers
 from seglog.format.builder import build_batches
 from seglog.format.records import Record
 from seglog.protocol import messages
-
-TOPIC = "edge"
-
-
-def values(tag: str, count: int = 20) -> list[bytes]:
-    return [f"{tag}-{i}".encode() for i in range(count)]
-
-
-def finish(broker: ServedBroker, before: list[bytes]) -> None:
-    """Server up; the other client's data all there, new data too; clean stop and reopen."""
-    assert broker.alive(), broker.log_text()[-3000:]
-    after = values("after")
-    round_trip(broker, TOPIC, after)
-    broker.stop()
-    stored = reopen_values(broker.data_dir, TOPIC)
-    for value in before + after:
-        assert value in stored, f"{value!r} is missing after the restart"
 
 
 def test_oversized_size_prefix_closes_only_that_connection(tmp_path: Path) -> None:

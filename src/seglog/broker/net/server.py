@@ -9,6 +9,11 @@ as Kafka's ``SocketServer`` applies them:
 * ``max.connections``: a connection above it is closed at once.
 * ``queued.max.requests``: at most that many requests are being handled at once across all
   connections; a connection whose request finds no room waits (it is not read meanwhile).
+  Requests that wait on other clients (:data:`PARKING_API_KEYS`: a Fetch long poll waits for
+  a Produce, JoinGroup and SyncGroup for the other members) take no slot, as Kafka parks them
+  in purgatory outside its request queue: holding one would deadlock the limit against the very
+  request that ends the wait. Their number is still bounded, by the connections (one request
+  in flight per connection).
 * ``connections.max.idle.ms``: a connection with no traffic for that long is closed, between
   requests or halfway through one (a client stalled mid-frame idles out too).
 * a client that vanishes mid-request (EOF, reset) only ends its own connection.
@@ -29,6 +34,7 @@ import logging
 import socket
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 from seglog.broker.dispatch import CloseConnection, Dispatcher, Parts
 from seglog.broker.file_records import FileRange, FileRangesRecords
@@ -36,6 +42,15 @@ from seglog.broker.server_config import Listener, ServerConfig
 
 LOG = logging.getLogger("seglog.serve")
 _SIZE = struct.Struct(">i")
+
+
+# Fetch (1), JoinGroup (11), SyncGroup (14): requests that may wait for other clients' requests.
+PARKING_API_KEYS = frozenset({1, 11, 14})
+
+
+def _parks(frame: bytes) -> bool:
+    """Whether a request frame's API (its first two bytes) may park waiting for others."""
+    return len(frame) >= 2 and int.from_bytes(frame[:2], "big", signed=True) in PARKING_API_KEYS
 
 
 @dataclass(slots=True, eq=False)
@@ -67,6 +82,7 @@ class KafkaServer:
         self._servers: list[asyncio.Server] = []
         self._connections: set[_Connection] = set()
         self._request_slots = asyncio.Semaphore(config.queued_max_requests)
+        self._no_slot: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
         self._stopping = False
         self.stats = ServerStats()
         self.bound: list[Listener] = []
@@ -151,7 +167,10 @@ class KafkaServer:
                 return
             connection.busy = True
             try:
-                async with self._request_slots:
+                slot: contextlib.AbstractAsyncContextManager[Any] = (
+                    self._no_slot if _parks(frame) else self._request_slots
+                )
+                async with slot:
                     self.stats.requests += 1
                     try:
                         parts = await self.dispatcher.dispatch(frame, connection.peer)

@@ -1,0 +1,105 @@
+"""``queued.max.requests`` against a real ``seglog serve`` process.
+
+The limit bounds the requests being worked on at once; it must never turn into a deadlock: a
+Fetch long poll parked until an append (Kafka keeps it in purgatory, outside the request queue)
+must not hold the only slot against the Produce that would wake it, and many connections
+pipelining through one slot are all answered, each in its own request order.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from server_harness import (
+    TOPIC,
+    api_versions,
+    connect,
+    finish,
+    read_response,
+    request_frame,
+    round_trip,
+    served_broker,
+    values,
+)
+
+from seglog.format.builder import build_batches
+from seglog.format.reader import read_batches
+from seglog.format.records import Record
+from seglog.protocol import messages
+
+
+def _produce(value: bytes, acks: int = 1) -> messages.ProduceRequest:
+    batch = build_batches([Record(0, 1_700_000_000_000, None, value)])[0]
+    partition = messages.ProduceRequestPartitionProduceData(index=0, records=batch)
+    return messages.ProduceRequest(
+        acks=acks,
+        timeout_ms=5000,
+        topic_data=[messages.ProduceRequestTopicProduceData(TOPIC, partition_data=[partition])],
+    )
+
+
+def _long_poll(offset: int, max_wait_ms: int) -> messages.FetchRequest:
+    partition = messages.FetchRequestFetchPartition(
+        partition=0, fetch_offset=offset, partition_max_bytes=1 << 20
+    )
+    return messages.FetchRequest(
+        max_wait_ms=max_wait_ms,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        topics=[messages.FetchRequestFetchTopic(topic=TOPIC, partitions=[partition])],
+    )
+
+
+def test_a_parked_long_poll_does_not_hold_the_only_request_slot(tmp_path: Path) -> None:
+    with served_broker(tmp_path, {"queued.max.requests": "1"}) as broker:
+        before = values("before")
+        round_trip(broker, TOPIC, before)
+        poller = connect(broker)
+        # waits for data far longer than the producer's socket timeout
+        poller.sendall(request_frame(_long_poll(len(before), 600_000), 12, 1))
+        producer = connect(broker)
+        api_versions(producer, 2)  # served while the poll is parked
+        producer.sendall(request_frame(_produce(b"wakes-the-poll"), 9, 3))
+        correlation, produced = read_response(producer, 0, 9)
+        assert correlation == 3
+        partition = produced.responses[0].partition_responses[0]
+        assert (partition.error_code, partition.base_offset) == (0, len(before))
+        correlation, fetched = read_response(poller, 1, 12)
+        assert correlation == 1
+        records = fetched.responses[0].partitions[0].records
+        batches, _ = read_batches(bytes(records))
+        assert [r.value for b in batches for r in b.records()] == [b"wakes-the-poll"]
+        poller.close()
+        producer.close()
+        finish(broker, [*before, b"wakes-the-poll"])
+
+
+def test_many_pipelining_connections_through_one_slot(tmp_path: Path) -> None:
+    with served_broker(tmp_path, {"queued.max.requests": "1"}) as broker:
+        before = values("before")
+        round_trip(broker, TOPIC, before)
+        failures: list[str] = []
+
+        def client(number: int) -> None:
+            try:
+                sock = connect(broker)
+                frames = [request_frame(_produce(b"c%d-%d" % (number, i)), 9, i) for i in range(15)]
+                sock.sendall(b"".join(frames))
+                for i in range(15):
+                    correlation, body = read_response(sock, 0, 9)
+                    assert correlation == i
+                    assert body.responses[0].partition_responses[0].error_code == 0
+                sock.close()
+            except Exception as error:  # reported by the main thread
+                failures.append(f"client {number}: {error!r}")
+
+        threads = [threading.Thread(target=client, args=(n,)) for n in range(12)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=120)
+        assert not failures, failures
+        assert not any(thread.is_alive() for thread in threads)
+        produced = [b"c%d-%d" % (n, i) for n in range(12) for i in range(15)]
+        finish(broker, [*before, *produced])
