@@ -17,6 +17,7 @@ from server_harness import (
     connect,
     finish,
     read_response,
+    reopen_values,
     request_frame,
     round_trip,
     served_broker,
@@ -103,3 +104,19 @@ def test_many_pipelining_connections_through_one_slot(tmp_path: Path) -> None:
         assert not any(thread.is_alive() for thread in threads)
         produced = [b"c%d-%d" % (n, i) for n in range(12) for i in range(15)]
         finish(broker, [*before, *produced])
+
+
+def test_sigterm_answers_a_parked_long_poll_and_stops(tmp_path: Path) -> None:
+    """Shutdown answers requests in flight: a long poll returns what there is, at once."""
+    with served_broker(tmp_path) as broker:
+        before = values("before")
+        round_trip(broker, TOPIC, before)
+        poller = connect(broker)
+        poller.sendall(request_frame(_long_poll(len(before), 600_000), 12, 1))
+        api_versions(connect(broker), 2)  # the poll has been read and parked by now
+        broker.stop()  # SIGTERM, exit status 0 (within the harness's start-up timeout)
+        correlation, fetched = read_response(poller, 1, 12)
+        assert correlation == 1
+        assert fetched.responses[0].partitions[0].error_code == 0
+        assert not fetched.responses[0].partitions[0].records
+        assert reopen_values(broker.data_dir, TOPIC)[: len(before)] == before

@@ -59,6 +59,7 @@ async def run_server(
     try:
         await stop.wait()
     finally:
+        state.appends.close()  # parked long polls answer now, not at their max_wait_ms
         await server.stop()
         LOG.info(
             "served %d request(s) on %d connection(s)",

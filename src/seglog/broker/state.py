@@ -50,13 +50,25 @@ class AppendWaiters:
 
     def __init__(self) -> None:
         self._events: dict[TopicPartition, set[asyncio.Event]] = {}
+        self.closed = False
 
     def notify(self, tp: TopicPartition) -> None:
         for event in self._events.get(tp, ()):
             event.set()
 
+    def close(self) -> None:
+        """The server is stopping: wake every wait, and let no new one start (long polls are
+        answered with what there is, so shutdown never waits out a ``max_wait_ms``)."""
+        self.closed = True
+        for events in self._events.values():
+            for event in events:
+                event.set()
+
     async def wait(self, partitions: Iterable[TopicPartition], timeout_s: float) -> bool:
-        """Wait until one of ``partitions`` is appended to or ``timeout_s`` passes."""
+        """Wait until one of ``partitions`` is appended to or ``timeout_s`` passes (at once
+        when closed)."""
+        if self.closed:
+            return False
         event = asyncio.Event()
         keys = list(partitions)
         for tp in keys:
