@@ -1,13 +1,18 @@
-"""``queued.max.requests`` against a real ``seglog serve`` process.
+"""Requests that wait, against a real ``seglog serve`` process: the request queue, shutdown.
 
-The limit bounds the requests being worked on at once; it must never turn into a deadlock: a
-Fetch long poll parked until an append (Kafka keeps it in purgatory, outside the request queue)
-must not hold the only slot against the Produce that would wake it, and many connections
-pipelining through one slot are all answered, each in its own request order.
+``queued.max.requests`` bounds the requests being worked on at once; it must never turn into a
+deadlock: a Fetch long poll parked until an append (Kafka keeps it in purgatory, outside the
+request queue) must not hold the only slot against the Produce that would wake it, and many
+connections pipelining through one slot are all answered, each in its own request order.
+
+Shutdown (SIGTERM) answers what is in flight without waiting on clients: a parked long poll is
+answered at once with what there is, and a client that never reads its responses is cut off
+after a grace period; either way the exit status is 0 and the data is all there.
 """
 
 from __future__ import annotations
 
+import socket
 import threading
 from pathlib import Path
 
@@ -120,3 +125,31 @@ def test_sigterm_answers_a_parked_long_poll_and_stops(tmp_path: Path) -> None:
         assert fetched.responses[0].partitions[0].error_code == 0
         assert not fetched.responses[0].partitions[0].records
         assert reopen_values(broker.data_dir, TOPIC)[: len(before)] == before
+
+
+def test_sigterm_with_a_client_that_never_reads_its_responses(tmp_path: Path) -> None:
+    """A connection stuck writing to a client that does not read must not stall shutdown."""
+    with served_broker(tmp_path) as broker:
+        before = values("before")
+        round_trip(broker, TOPIC, before)
+        sock = connect(broker)
+        big = [bytes([65 + i]) * 100_000 for i in range(10)]
+        for index, value in enumerate(big):
+            sock.sendall(request_frame(_produce(value), 9, index))
+            assert read_response(sock, 0, 9)[1].responses[0].partition_responses[0].error_code == 0
+        sock.close()
+        stuck = connect(broker)
+        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        whole_log = messages.FetchRequestFetchPartition(partition_max_bytes=1 << 22)
+        fetch = messages.FetchRequest(
+            max_wait_ms=0,
+            max_bytes=1 << 22,
+            topics=[messages.FetchRequestFetchTopic(topic=TOPIC, partitions=[whole_log])],
+        )
+        # ~1 MiB per response, far more than the socket buffers hold; never read
+        stuck.sendall(b"".join(request_frame(fetch, 12, i) for i in range(40)))
+        round_trip(broker, TOPIC, values("meanwhile"))  # others are not held up
+        broker.stop()
+        stuck.close()
+        stored = reopen_values(broker.data_dir, TOPIC)
+        assert all(value in stored for value in [*before, *big, *values("meanwhile")])

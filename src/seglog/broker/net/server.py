@@ -23,7 +23,9 @@ Responses are written as parts: bytes with ``transport.write``, file ranges with
 socket without passing through Python.
 
 Shutdown (:meth:`KafkaServer.stop`): the listening sockets close, idle connections close, every
-request already being handled is answered, then the connections close.
+request already being handled is answered, then the connections close. A connection still busy
+after :data:`SHUTDOWN_GRACE_S` (a client that does not read its responses, so the write never
+ends) is aborted: shutdown never waits on a client.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ LOG = logging.getLogger("seglog.serve")
 _SIZE = struct.Struct(">i")
 
 
+SHUTDOWN_GRACE_S = 10.0
 # Fetch (1), JoinGroup (11), SyncGroup (14): requests that may wait for other clients' requests.
 PARKING_API_KEYS = frozenset({1, 11, 14})
 
@@ -113,6 +116,12 @@ class KafkaServer:
                 connection.task.cancel()
         tasks = [c.task for c in self._connections if c.task is not None]
         if tasks:
+            _, late = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_S)
+            for connection in list(self._connections):
+                if connection.task in late:
+                    LOG.warning("closing %s: its response was not taken in time", connection.peer)
+                    connection.writer.transport.abort()
+                    connection.task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         for server in self._servers:
             await server.wait_closed()
