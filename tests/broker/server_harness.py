@@ -201,8 +201,9 @@ def produce_values(bootstrap: str, topic: str, values: list[bytes]) -> list[int]
         producer.close(timeout=10)
 
 
-def consume_values(bootstrap: str, topic: str, count: int) -> list[bytes]:
-    """The first ``count`` values of partition 0 from the log start (no consumer group)."""
+def consume_values(bootstrap: str, topic: str, end_offset: int) -> dict[int, bytes]:
+    """Partition 0's values by offset, from the log start up to ``end_offset`` (exclusive),
+    read with no consumer group."""
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
@@ -210,11 +211,11 @@ def consume_values(bootstrap: str, topic: str, count: int) -> list[bytes]:
         partition = TopicPartition(topic, 0)
         consumer.assign([partition])
         consumer.seek_to_beginning(partition)
-        values: list[bytes] = []
+        values: dict[int, bytes] = {}
         deadline = time.monotonic() + CLIENT_TIMEOUT_S
-        while len(values) < count and time.monotonic() < deadline:
+        while consumer.position(partition) < end_offset and time.monotonic() < deadline:
             for records in consumer.poll(timeout_ms=500).values():
-                values.extend(record.value for record in records)
+                values.update((record.offset, record.value) for record in records)
         return values
     finally:
         consumer.close()
@@ -225,7 +226,7 @@ def round_trip(broker: ServedBroker, topic: str, values: list[bytes]) -> None:
     offsets = produce_values(broker.bootstrap, topic, values)
     assert offsets == list(range(offsets[0], offsets[0] + len(values)))
     consumed = consume_values(broker.bootstrap, topic, offsets[-1] + 1)
-    assert consumed[offsets[0] : offsets[-1] + 1] == values
+    assert [consumed.get(offset) for offset in offsets] == values
 
 
 def reopen_values(data_dir: Path, topic: str) -> list[bytes | None]:

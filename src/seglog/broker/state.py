@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from seglog.broker.server_config import Listener, ServerConfig
-from seglog.errors import UnknownTopicError
+from seglog.errors import InvalidTopicError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition
 
 if TYPE_CHECKING:
@@ -115,10 +115,12 @@ class BrokerState:
         self.create_internal_topic: Callable[[str], bool] = lambda name: False
 
     def log_of(self, topic: str, partition: int) -> Log | None:
-        """The partition's log, or None when the topic or partition is not here."""
+        """The partition's log, or None when the topic or partition is not here (a partition
+        number no topic can have, e.g. negative, is not here either: Kafka answers
+        UNKNOWN_TOPIC_OR_PARTITION for it)."""
         try:
             return self.manager.get_log(topic, partition)
-        except UnknownTopicError:
+        except (UnknownTopicError, InvalidTopicError):
             return None
 
     def advertise(self, bound: Listener) -> None:
