@@ -14,10 +14,14 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from pathlib import Path
 
+import pytest
 from server_harness import (
+    CLIENT_TIMEOUT_S,
     TOPIC,
+    ServedBroker,
     api_versions,
     connect,
     finish,
@@ -127,27 +131,50 @@ def test_sigterm_answers_a_parked_long_poll_and_stops(tmp_path: Path) -> None:
         assert reopen_values(broker.data_dir, TOPIC)[: len(before)] == before
 
 
+def _fill_with_unread_fetches(broker: ServedBroker) -> tuple[list[bytes], socket.socket]:
+    """Ten 100 kB records, then a connection that pipelines 40 whole-log Fetches (~40 MiB of
+    responses, far more than the socket buffers hold) and reads nothing."""
+    sock = connect(broker)
+    big = [bytes([65 + i]) * 100_000 for i in range(10)]
+    for index, value in enumerate(big):
+        sock.sendall(request_frame(_produce(value), 9, index))
+        assert read_response(sock, 0, 9)[1].responses[0].partition_responses[0].error_code == 0
+    sock.close()
+    stuck = connect(broker)
+    stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    whole_log = messages.FetchRequestFetchPartition(partition_max_bytes=1 << 22)
+    fetch = messages.FetchRequest(
+        max_wait_ms=0,
+        max_bytes=1 << 22,
+        topics=[messages.FetchRequestFetchTopic(topic=TOPIC, partitions=[whole_log])],
+    )
+    stuck.sendall(b"".join(request_frame(fetch, 12, i) for i in range(40)))
+    return big, stuck
+
+
+def test_a_client_not_reading_its_responses_is_cut_off_when_idle(tmp_path: Path) -> None:
+    with served_broker(tmp_path, {"connections.max.idle.ms": "2500"}) as broker:
+        before = values("before")
+        round_trip(broker, TOPIC, before)
+        big, stuck = _fill_with_unread_fetches(broker)
+        deadline = time.monotonic() + CLIENT_TIMEOUT_S
+        while "does not read its responses" not in broker.log_text():
+            assert time.monotonic() < deadline, "the stuck connection was never cut off"
+            time.sleep(0.2)
+        stuck.settimeout(CLIENT_TIMEOUT_S)
+        with pytest.raises(ConnectionResetError):  # reset, not a slow flush of unread bytes
+            while stuck.recv(1 << 16):
+                pass
+        stuck.close()
+        finish(broker, [*before, *big])
+
+
 def test_sigterm_with_a_client_that_never_reads_its_responses(tmp_path: Path) -> None:
     """A connection stuck writing to a client that does not read must not stall shutdown."""
     with served_broker(tmp_path) as broker:
         before = values("before")
         round_trip(broker, TOPIC, before)
-        sock = connect(broker)
-        big = [bytes([65 + i]) * 100_000 for i in range(10)]
-        for index, value in enumerate(big):
-            sock.sendall(request_frame(_produce(value), 9, index))
-            assert read_response(sock, 0, 9)[1].responses[0].partition_responses[0].error_code == 0
-        sock.close()
-        stuck = connect(broker)
-        stuck.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        whole_log = messages.FetchRequestFetchPartition(partition_max_bytes=1 << 22)
-        fetch = messages.FetchRequest(
-            max_wait_ms=0,
-            max_bytes=1 << 22,
-            topics=[messages.FetchRequestFetchTopic(topic=TOPIC, partitions=[whole_log])],
-        )
-        # ~1 MiB per response, far more than the socket buffers hold; never read
-        stuck.sendall(b"".join(request_frame(fetch, 12, i) for i in range(40)))
+        big, stuck = _fill_with_unread_fetches(broker)
         round_trip(broker, TOPIC, values("meanwhile"))  # others are not held up
         broker.stop()
         stuck.close()

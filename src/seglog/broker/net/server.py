@@ -15,7 +15,9 @@ as Kafka's ``SocketServer`` applies them:
   request that ends the wait. Their number is still bounded, by the connections (one request
   in flight per connection).
 * ``connections.max.idle.ms``: a connection with no traffic for that long is closed, between
-  requests or halfway through one (a client stalled mid-frame idles out too).
+  requests or halfway through one (a client stalled mid-frame idles out too), or while its
+  response waits that long to be taken (a client that does not read: its connection is aborted
+  rather than closed: reset, as a close would go on delivering the unread bytes).
 * a client that vanishes mid-request (EOF, reset) only ends its own connection.
 
 Responses are written as parts: bytes with ``transport.write``, file ranges with
@@ -120,7 +122,7 @@ class KafkaServer:
             for connection in list(self._connections):
                 if connection.task in late:
                     LOG.warning("closing %s: its response was not taken in time", connection.peer)
-                    connection.writer.transport.abort()
+                    _abort(connection.writer)
                     connection.task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         for server in self._servers:
@@ -188,9 +190,25 @@ class KafkaServer:
                         LOG.info("closing %s: %s", connection.peer, reason)
                         return
                 if parts is not None:
-                    await _write_parts(connection.writer, parts)
+                    try:
+                        await _write_parts(connection.writer, parts, idle_s)
+                    except TimeoutError:
+                        self.stats.closed_idle += 1
+                        LOG.info("closing %s: it does not read its responses", connection.peer)
+                        _abort(connection.writer)
+                        return
             finally:
                 connection.busy = False
+
+
+def _abort(writer: asyncio.StreamWriter) -> None:
+    """Drop a connection whose client does not read: reset it (SO_LINGER 0) so that neither
+    asyncio nor the kernel goes on trying to deliver the unread bytes."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
 
 
 async def _read_body(reader: asyncio.StreamReader, size: int, idle_s: float) -> bytes | None:
@@ -228,8 +246,13 @@ async def _send_range(
         await loop.sendfile(writer.transport, handle, file_range.position, file_range.size)
 
 
-async def _write_parts(writer: asyncio.StreamWriter, parts: Parts) -> None:
-    """Write a response frame: bytes directly, file ranges with sendfile, in order."""
+async def _write_parts(writer: asyncio.StreamWriter, parts: Parts, idle_s: float) -> None:
+    """Write a response frame: bytes directly, file ranges with sendfile, in order.
+
+    Raises:
+        TimeoutError: one step of the write (a drain, one file range) took longer than
+            ``idle_s``: the client is not reading its responses.
+    """
     loop = asyncio.get_running_loop()
     try:
         pending = bytearray()
@@ -242,13 +265,16 @@ async def _write_parts(writer: asyncio.StreamWriter, parts: Parts) -> None:
                 pending.clear()
             if isinstance(part, FileRangesRecords):
                 for file_range in part.ranges:
-                    await writer.drain()
-                    await _send_range(loop, writer, file_range)
+                    async with asyncio.timeout(idle_s):
+                        await writer.drain()
+                    async with asyncio.timeout(idle_s):
+                        await _send_range(loop, writer, file_range)
             else:
                 raise TypeError(f"cannot send records of type {type(part).__name__}")
         if pending:
             writer.write(bytes(pending))
-        await writer.drain()
+        async with asyncio.timeout(idle_s):
+            await writer.drain()
     finally:
         for part in parts:
             if isinstance(part, FileRangesRecords):
