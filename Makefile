@@ -13,6 +13,7 @@ DATA_DIR ?= data
 install: $(STAMP)
 	@sh scripts/ensure-chromium.sh
 	@sh scripts/ensure-java.sh
+	@sh scripts/ensure-kcat.sh
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "seglog needs Python >= 3.11; set PYTHON=/path/to/python3.11")'

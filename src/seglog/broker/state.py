@@ -22,6 +22,7 @@ from seglog.errors import InvalidTopicError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition
 
 if TYPE_CHECKING:
+    from seglog.broker.group_service import GroupService
     from seglog.engine.log.partition_log import Log
     from seglog.engine.log_manager import LogManager
 
@@ -101,8 +102,11 @@ class RequestContext:
 class BrokerState:
     """The shared state of the server (see the module docstring)."""
 
-    def __init__(self, manager: LogManager, config: ServerConfig, *, cluster_id: str) -> None:
+    def __init__(
+        self, manager: LogManager, config: ServerConfig, *, cluster_id: str, groups: GroupService
+    ) -> None:
         self.manager = manager
+        self.groups = groups
         self.config = config
         self.node_id = manager.broker.node_id
         self.cluster_id = cluster_id
@@ -113,6 +117,9 @@ class BrokerState:
         # Creates an internal topic with its own settings (``__consumer_offsets``) or returns
         # False: set by the group coordinator's wiring; auto-creation never makes them.
         self.create_internal_topic: Callable[[str], bool] = lambda name: False
+        # Called with a topic's name after DeleteTopics deleted it (e.g. to write tombstones
+        # for the committed offsets of its partitions): set by the group coordinator's wiring.
+        self.on_topic_deleted: list[Callable[[str], None]] = []
 
     def log_of(self, topic: str, partition: int) -> Log | None:
         """The partition's log, or None when the topic or partition is not here (a partition

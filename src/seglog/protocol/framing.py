@@ -81,9 +81,15 @@ class Request:
     body_offset: int
 
     def decode_body(self) -> Any:
-        """The request body as its message value (raises ProtocolDecodeError when malformed)."""
+        """The request body as its message value (raises ProtocolDecodeError when malformed).
+
+        Bytes after the body are ignored, as Kafka's request parsing ignores them (librdkafka
+        2.16 sends some Metadata v12 requests with trailing bytes that Kafka accepts).
+        """
         spec = REQUESTS[self.api_key]
-        value, _ = codec.decode(spec.cls, self.frame, self.api_version, offset=self.body_offset)
+        value, _ = codec.decode(
+            spec.cls, self.frame, self.api_version, offset=self.body_offset, whole=False
+        )
         return value
 
 
