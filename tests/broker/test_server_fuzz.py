@@ -56,7 +56,8 @@ AIMED_TOPIC = "fuzzed"
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServedBroker]:
-    with served_broker(tmp_path_factory.mktemp("fuzz")) as served:
+    props = {"group.initial.rebalance.delay.ms": "0"}  # no 3 s wait per new group
+    with served_broker(tmp_path_factory.mktemp("fuzz"), props) as served:
         round_trip(served, TOPIC, BEFORE)
         round_trip(served, AIMED_TOPIC, values("aimed"))  # the topic aimed requests name exists
         yield served
@@ -93,14 +94,31 @@ def _aim(draw: st.DrawFn, value: Any) -> None:
         value.transactional_id = None
 
 
+# Requests that may wait (long polls, joins, syncs) wait at most this long: valid waits of
+# up to 2**31 ms would only stall the test (the server's own bounds are tested elsewhere).
+WAIT_FIELDS = {"max_wait_ms": 50, "rebalance_timeout_ms": 200, "session_timeout_ms": 6000}
+
+
+def _bound_waits(value: Any) -> None:
+    for item in fields(value):
+        current = getattr(value, item.name)
+        if item.name in WAIT_FIELDS and isinstance(current, int):
+            setattr(value, item.name, min(current, WAIT_FIELDS[item.name]))
+        elif is_dataclass(current):
+            _bound_waits(current)
+        elif isinstance(current, list):
+            for element in current:
+                if is_dataclass(element):
+                    _bound_waits(element)
+
+
 @st.composite
 def served_requests(draw: st.DrawFn) -> tuple[Any, int]:
     spec, version = draw(st.sampled_from(SERVED))
     value = draw(message_values(spec.cls, version, spec.is_flexible(version)))
     if draw(st.booleans()):
         _aim(draw, value)
-    if isinstance(value, messages.FetchRequest):
-        value.max_wait_ms = min(value.max_wait_ms, 50)  # a long poll would only slow the test
+    _bound_waits(value)
     return value, version
 
 

@@ -121,7 +121,11 @@ class KafkaServer:
             _, late = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_S)
             for connection in list(self._connections):
                 if connection.task in late:
-                    LOG.warning("closing %s: its response was not taken in time", connection.peer)
+                    LOG.warning(
+                        "closing %s: still busy %.0f s into shutdown",
+                        connection.peer,
+                        SHUTDOWN_GRACE_S,
+                    )
                     _abort(connection.writer)
                     connection.task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
