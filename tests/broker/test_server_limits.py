@@ -59,7 +59,22 @@ def test_oversized_size_prefix_closes_only_that_connection(tmp_path: Path) -> No
             hostile.close()
         api_versions(bystander, 2)  # the other connection never noticed
         bystander.close()
+        at_limit = connect(broker)  # a request of exactly socket.request.max.bytes is served
+        frame = _frame_of_size(4096)
+        at_limit.sendall(frame)
+        assert read_response(at_limit, 18, 3)[0] == 9
+        at_limit.close()
         finish(broker, before)
+
+
+def _frame_of_size(size: int) -> bytes:
+    """An ApiVersions v3 request frame whose payload (after the size prefix) is ``size`` bytes."""
+    for length in range(size, 0, -1):
+        body = messages.ApiVersionsRequest(client_software_name="a" * length)
+        frame = request_frame(body, 3, 9)
+        if len(frame) - 4 == size:
+            return frame
+    raise AssertionError(f"no ApiVersions request of {size} bytes")
 
 
 def test_truncated_frames_and_clients_vanishing_mid_request(tmp_path: Path) -> None:
