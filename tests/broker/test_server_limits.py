@@ -219,15 +219,18 @@ def test_garbage_bytes_close_the_connection(tmp_path: Path, seed: int) -> None:
         round_trip(broker, TOPIC, before)
         bystander = connect(broker)
         api_versions(bystander, 1)
-        for _ in range(20):
-            size = rng.randrange(8, 2000)
-            # a plausible size prefix, then noise (also noise in place of the prefix)
+        for attempt in range(28):
+            # whole frames of noise (too short for a header first), refused as they are; or
+            # noise in place of the size prefix too, then EOF
+            size = attempt if attempt < 8 else rng.randrange(8, 2000)
+            framed = attempt < 8 or rng.random() < 0.7
             garbage = rng.randbytes(size)
-            if rng.random() < 0.7:
-                garbage = struct.pack(">i", size) + garbage
             sock = connect(broker)
-            sock.sendall(garbage)
-            sock.shutdown(socket.SHUT_WR)
+            if framed:
+                sock.sendall(struct.pack(">i", size) + garbage)
+            else:
+                sock.sendall(garbage)
+                sock.shutdown(socket.SHUT_WR)
             assert closed_by_server(sock)
             sock.close()
         api_versions(bystander, 2)
