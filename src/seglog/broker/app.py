@@ -88,6 +88,7 @@ async def run_server(
     try:
         await stop.wait()
     finally:
+        state.appends.close()  # parked long polls answer now, not at their max_wait_ms
         await server.stop()
         await groups.stop()
         LOG.info(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from seglog.broker.server_config import Listener, ServerConfig
-from seglog.errors import UnknownTopicError
+from seglog.errors import InvalidTopicError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition
 
 if TYPE_CHECKING:
@@ -51,13 +51,25 @@ class AppendWaiters:
 
     def __init__(self) -> None:
         self._events: dict[TopicPartition, set[asyncio.Event]] = {}
+        self.closed = False
 
     def notify(self, tp: TopicPartition) -> None:
         for event in self._events.get(tp, ()):
             event.set()
 
+    def close(self) -> None:
+        """The server is stopping: wake every wait, and let no new one start (long polls are
+        answered with what there is, so shutdown never waits out a ``max_wait_ms``)."""
+        self.closed = True
+        for events in self._events.values():
+            for event in events:
+                event.set()
+
     async def wait(self, partitions: Iterable[TopicPartition], timeout_s: float) -> bool:
-        """Wait until one of ``partitions`` is appended to or ``timeout_s`` passes."""
+        """Wait until one of ``partitions`` is appended to or ``timeout_s`` passes (at once
+        when closed)."""
+        if self.closed:
+            return False
         event = asyncio.Event()
         keys = list(partitions)
         for tp in keys:
@@ -110,10 +122,12 @@ class BrokerState:
         self.on_topic_deleted: list[Callable[[str], None]] = []
 
     def log_of(self, topic: str, partition: int) -> Log | None:
-        """The partition's log, or None when the topic or partition is not here."""
+        """The partition's log, or None when the topic or partition is not here (a partition
+        number no topic can have, e.g. negative, is not here either: Kafka answers
+        UNKNOWN_TOPIC_OR_PARTITION for it)."""
         try:
             return self.manager.get_log(topic, partition)
-        except UnknownTopicError:
+        except (UnknownTopicError, InvalidTopicError):
             return None
 
     def advertise(self, bound: Listener) -> None:

@@ -158,7 +158,8 @@ async def handle(
     while True:
         read = _read_all(state, request, isolation)
         remaining = deadline - time.monotonic()
-        if read.bytes >= request.min_bytes or remaining <= 0 or not partitions:
+        done = remaining <= 0 or not partitions or state.appends.closed  # closed: stopping
+        if read.bytes >= request.min_bytes or done:
             return FetchResponse(error_code=0, session_id=0, responses=read.topics)
         read.close()
         await state.appends.wait(partitions, remaining)

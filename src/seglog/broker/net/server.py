@@ -9,7 +9,15 @@ as Kafka's ``SocketServer`` applies them:
 * ``max.connections``: a connection above it is closed at once.
 * ``queued.max.requests``: at most that many requests are being handled at once across all
   connections; a connection whose request finds no room waits (it is not read meanwhile).
-* ``connections.max.idle.ms``: a connection with no request for that long is closed.
+  Requests that wait on other clients (:data:`PARKING_API_KEYS`: a Fetch long poll waits for
+  a Produce, JoinGroup and SyncGroup for the other members) take no slot, as Kafka parks them
+  in purgatory outside its request queue: holding one would deadlock the limit against the very
+  request that ends the wait. Their number is still bounded, by the connections (one request
+  in flight per connection).
+* ``connections.max.idle.ms``: a connection with no traffic for that long is closed, between
+  requests or halfway through one (a client stalled mid-frame idles out too), or while its
+  response waits that long to be taken (a client that does not read: its connection is aborted
+  rather than closed: reset, as a close would go on delivering the unread bytes).
 * a client that vanishes mid-request (EOF, reset) only ends its own connection.
 
 Requests are read by :class:`FrameProtocol` straight into a reused buffer (a request body is
@@ -18,7 +26,9 @@ never copied in the process). Responses are written as parts: bytes with
 bytes go from the page cache to the socket without passing through Python.
 
 Shutdown (:meth:`KafkaServer.stop`): the listening sockets close, idle connections close, every
-request already being handled is answered, then the connections close.
+request already being handled is answered, then the connections close. A connection still busy
+after :data:`SHUTDOWN_GRACE_S` (a client that does not read its responses, so the write never
+ends) is aborted: shutdown never waits on a client.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import logging
 import socket
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 from seglog.broker.dispatch import CloseConnection, Dispatcher, Parts
 from seglog.broker.file_records import FileRange, FileRangesRecords
@@ -37,6 +48,16 @@ from seglog.broker.server_config import Listener, ServerConfig
 
 LOG = logging.getLogger("seglog.serve")
 _SIZE = struct.Struct(">i")
+
+
+SHUTDOWN_GRACE_S = 10.0
+# Fetch (1), JoinGroup (11), SyncGroup (14): requests that may wait for other clients' requests.
+PARKING_API_KEYS = frozenset({1, 11, 14})
+
+
+def _parks(frame: bytes) -> bool:
+    """Whether a request frame's API (its first two bytes) may park waiting for others."""
+    return len(frame) >= 2 and int.from_bytes(frame[:2], "big", signed=True) in PARKING_API_KEYS
 
 
 @dataclass(slots=True, eq=False)
@@ -69,6 +90,7 @@ class KafkaServer:
         self._connections: set[_Connection] = set()
         self._accepting: set[asyncio.Task[None]] = set()
         self._request_slots = asyncio.Semaphore(config.queued_max_requests)
+        self._no_slot: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
         self._stopping = False
         self.stats = ServerStats()
         self.bound: list[Listener] = []
@@ -99,6 +121,16 @@ class KafkaServer:
                 connection.task.cancel()
         tasks = [c.task for c in self._connections if c.task is not None]
         if tasks:
+            _, late = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_S)
+            for connection in list(self._connections):
+                if connection.task in late:
+                    LOG.warning(
+                        "closing %s: still busy %.0f s into shutdown",
+                        connection.peer,
+                        SHUTDOWN_GRACE_S,
+                    )
+                    _abort(connection.writer)
+                    connection.task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         for server in self._servers:
             await server.wait_closed()
@@ -152,10 +184,16 @@ class KafkaServer:
                     limit,
                 )
                 return
-            frame = await reader.readexactly(size)
+            frame = await _read_body(reader, size, idle_s)
+            if frame is None:
+                self.stats.closed_idle += 1
+                return
             connection.busy = True
             try:
-                async with self._request_slots:
+                slot: contextlib.AbstractAsyncContextManager[Any] = (
+                    self._no_slot if _parks(frame) else self._request_slots
+                )
+                async with slot:
                     self.stats.requests += 1
                     try:
                         parts = await self.dispatcher.dispatch(frame, connection.peer)
@@ -164,9 +202,52 @@ class KafkaServer:
                         LOG.info("closing %s: %s", connection.peer, reason)
                         return
                 if parts is not None:
-                    await _write_parts(connection.writer, parts)
+                    try:
+                        await _write_parts(connection.writer, parts, idle_s)
+                    except TimeoutError:
+                        self.stats.closed_idle += 1
+                        LOG.info("closing %s: it does not read its responses", connection.peer)
+                        _abort(connection.writer)
+                        return
             finally:
                 connection.busy = False
+
+
+def _abort(writer: asyncio.StreamWriter) -> None:
+    """Drop a connection whose client does not read: reset it (SO_LINGER 0) so that neither
+    asyncio nor the kernel goes on trying to deliver the unread bytes."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+async def _read_body(reader: asyncio.StreamReader, size: int, idle_s: float) -> bytes | None:
+    """A frame's ``size`` body bytes; None when no byte arrived for ``idle_s``.
+
+    Kafka's idle rule counts any traffic, so a client that stalls halfway through a frame
+    idles out like a silent one (it would otherwise hold its connection, and the memory of
+    its partial frame, forever), while a slow but steady large request is not cut.
+
+    Raises:
+        asyncio.IncompleteReadError: the client closed the connection mid-frame.
+    """
+    if size == 0:
+        return b""
+    received = bytearray()
+    while len(received) < size:
+        try:
+            async with asyncio.timeout(idle_s):
+                chunk = await reader.read(size - len(received))
+        except TimeoutError:
+            return None
+        if not chunk:
+            raise asyncio.IncompleteReadError(bytes(received), size)
+        if len(chunk) == size:
+            return chunk  # the whole frame at once (the common case): no copy
+        received += chunk
+    return bytes(received)
 
 
 async def _send_range(
@@ -177,8 +258,13 @@ async def _send_range(
         await loop.sendfile(writer.transport, handle, file_range.position, file_range.size)
 
 
-async def _write_parts(writer: asyncio.StreamWriter, parts: Parts) -> None:
-    """Write a response frame: bytes directly, file ranges with sendfile, in order."""
+async def _write_parts(writer: asyncio.StreamWriter, parts: Parts, idle_s: float) -> None:
+    """Write a response frame: bytes directly, file ranges with sendfile, in order.
+
+    Raises:
+        TimeoutError: one step of the write (a drain, one file range) took longer than
+            ``idle_s``: the client is not reading its responses.
+    """
     loop = asyncio.get_running_loop()
     try:
         pending = bytearray()
@@ -191,13 +277,16 @@ async def _write_parts(writer: asyncio.StreamWriter, parts: Parts) -> None:
                 pending.clear()
             if isinstance(part, FileRangesRecords):
                 for file_range in part.ranges:
-                    await writer.drain()
-                    await _send_range(loop, writer, file_range)
+                    async with asyncio.timeout(idle_s):
+                        await writer.drain()
+                    async with asyncio.timeout(idle_s):
+                        await _send_range(loop, writer, file_range)
             else:
                 raise TypeError(f"cannot send records of type {type(part).__name__}")
         if pending:
             writer.write(bytes(pending))
-        await writer.drain()
+        async with asyncio.timeout(idle_s):
+            await writer.drain()
     finally:
         for part in parts:
             if isinstance(part, FileRangesRecords):
