@@ -55,7 +55,7 @@ SHUTDOWN_GRACE_S = 10.0
 PARKING_API_KEYS = frozenset({1, 11, 14})
 
 
-def _parks(frame: bytes) -> bool:
+def _parks(frame: bytes | memoryview) -> bool:
     """Whether a request frame's API (its first two bytes) may park waiting for others."""
     return len(frame) >= 2 and int.from_bytes(frame[:2], "big", signed=True) in PARKING_API_KEYS
 
@@ -184,8 +184,11 @@ class KafkaServer:
                     limit,
                 )
                 return
-            frame = await _read_body(reader, size, idle_s)
-            if frame is None:
+            try:
+                # Under the idle limit too: a client stalled halfway through a frame idles
+                # out like a silent one instead of holding its connection and buffer forever.
+                frame = await reader.readexactly(size, timeout=idle_s)
+            except TimeoutError:
                 self.stats.closed_idle += 1
                 return
             connection.busy = True
@@ -221,33 +224,6 @@ def _abort(writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     writer.transport.abort()
-
-
-async def _read_body(reader: asyncio.StreamReader, size: int, idle_s: float) -> bytes | None:
-    """A frame's ``size`` body bytes; None when no byte arrived for ``idle_s``.
-
-    Kafka's idle rule counts any traffic, so a client that stalls halfway through a frame
-    idles out like a silent one (it would otherwise hold its connection, and the memory of
-    its partial frame, forever), while a slow but steady large request is not cut.
-
-    Raises:
-        asyncio.IncompleteReadError: the client closed the connection mid-frame.
-    """
-    if size == 0:
-        return b""
-    received = bytearray()
-    while len(received) < size:
-        try:
-            async with asyncio.timeout(idle_s):
-                chunk = await reader.read(size - len(received))
-        except TimeoutError:
-            return None
-        if not chunk:
-            raise asyncio.IncompleteReadError(bytes(received), size)
-        if len(chunk) == size:
-            return chunk  # the whole frame at once (the common case): no copy
-        received += chunk
-    return bytes(received)
 
 
 async def _send_range(
