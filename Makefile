@@ -26,7 +26,8 @@ run: install
 	$(VENV)/bin/seglog demo --data-dir $(DATA_DIR)
 
 test: install
-	$(PY) -m pytest -q
+	# One worker per core (pytest-xdist): the server tests wait on real clients and sockets.
+	$(PY) -m pytest -q -n auto
 
 check: install
 	$(VENV)/bin/ruff check src tests bench
