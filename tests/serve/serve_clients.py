@@ -100,7 +100,9 @@ def kcat_produce(
     for header in headers:
         command += ["-H", header]
     text = "".join(f"{k}\t{v}\n" for k, v in lines)
-    result = subprocess.run(command, input=text.encode(), capture_output=True, timeout=TIMEOUT_S)
+    result = subprocess.run(
+        command, check=False, input=text.encode(), capture_output=True, timeout=TIMEOUT_S
+    )
     assert result.returncode == 0, result.stderr.decode(errors="replace")
 
 
@@ -111,7 +113,7 @@ def kcat_read(
     offset = {"earliest": "beginning", "latest": "end"}.get(str(start), f"s@{start}")
     command = [kcat, "-b", bootstrap, "-C", "-t", topic, "-p", str(partition)]
     command += ["-o", offset, "-e", "-J"]
-    result = subprocess.run(command, capture_output=True, timeout=TIMEOUT_S)
+    result = subprocess.run(command, check=False, capture_output=True, timeout=TIMEOUT_S)
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     out: list[Rec] = []
     for line in result.stdout.decode().splitlines():
@@ -396,7 +398,7 @@ def aiokafka_read(
 def seglog_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
     env = dict(os.environ, PYTHONPATH=f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     command = [sys.executable, "-m", "seglog.cli", "--data-dir", str(data_dir), *args]
-    return subprocess.run(command, capture_output=True, env=env, timeout=120)
+    return subprocess.run(command, check=False, capture_output=True, env=env, timeout=120)
 
 
 def seglog_consume(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from conftest import ServeFactory, ServeProcess
 from serve_clients import (
     CODECS,
     PRODUCERS,
@@ -26,6 +25,7 @@ from serve_clients import (
     produce_with,
     sample_messages,
 )
+from serve_harness import ServeFactory, ServeProcess
 
 BASE_TS = 1_700_000_000_000
 
