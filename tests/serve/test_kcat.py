@@ -13,13 +13,13 @@ import re
 import subprocess
 
 from serve_clients import (
-    TIMEOUT_S,
     assert_all_read,
     every_reading,
     kcat_produce,
     kcat_read,
 )
 from serve_harness import ServeFactory, ServeProcess
+from serve_records import TIMEOUT_S
 
 
 def _kcat(kcat: str, server: ServeProcess, *args: str) -> subprocess.CompletedProcess[str]:

@@ -16,16 +16,13 @@ import pytest
 from serve_clients import (
     CODECS,
     PRODUCERS,
-    Msg,
-    Rec,
     assert_all_read,
     disk_records,
     every_reading,
-    expected_records,
     produce_with,
-    sample_messages,
 )
 from serve_harness import ServeFactory, ServeProcess
+from serve_records import Msg, Rec, expected_records, sample_messages
 
 BASE_TS = 1_700_000_000_000
 

@@ -1,0 +1,133 @@
+"""Produce refusals and idempotent deduplication through ``seglog serve``, as clients see them.
+
+* A keyless record to a ``cleanup.policy=compact`` topic: INVALID_RECORD (87), with the
+  record's index in ``record_errors`` (Produce v8+); nothing of the batch is written.
+* A batch above the topic's ``max.message.bytes``: MESSAGE_TOO_LARGE (10); nothing written.
+* The same idempotent batch sent twice (a producer's retry after a lost answer): the second
+  answer carries the original base offset and the log holds the records once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from serve_clients import disk_records, seglog_cli, seglog_consume
+from serve_harness import ServeFactory, ServeProcess
+from serve_python_clients import kafka_python_produce
+from serve_records import Msg
+from serve_wire import WireClient, build_batch, idempotent_batch, metadata_request, produce_request
+
+INVALID_RECORD = 87
+MESSAGE_TOO_LARGE = 10
+TS = 1_700_000_000_000
+
+
+def _create_topic(data_dir: Path, topic: str, *configs: str) -> None:
+    args = ["topics", "create", "--topic", topic, "--partitions", "1"]
+    for config in configs:
+        args += ["--config", config]
+    result = seglog_cli(data_dir, *args)
+    assert result.returncode == 0, result.stderr.decode()
+
+
+def _confluent_errors(bootstrap: str, topic: str, messages: list[Msg]) -> list[int]:
+    """Produce through confluent-kafka; the error code of each delivery (0: delivered)."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "message.max.bytes": 10_000_000, "retries": 0}
+    )
+    codes: list[int] = []
+    for m in messages:
+        producer.produce(
+            topic,
+            key=m.key,
+            value=m.value,
+            partition=0,
+            on_delivery=lambda err, _msg: codes.append(0 if err is None else err.code()),
+        )
+    assert producer.flush(30) == 0
+    return codes
+
+
+@pytest.fixture
+def compacted(serve_factory: ServeFactory) -> ServeProcess:
+    server = serve_factory(start=False)
+    _create_topic(server.data_dir, "compacted", "cleanup.policy=compact")
+    return server.start()
+
+
+def test_keyless_record_to_a_compacted_topic_is_invalid_record(compacted: ServeProcess) -> None:
+    codes = _confluent_errors(compacted.bootstrap, "compacted", [Msg(None, b"no key")])
+    assert codes == [INVALID_RECORD]
+
+    # The raw answer (Produce v9) names the record: the second of a batch of three.
+    batch = build_batch([b"k1", None, b"k3"], [b"v1", b"v2", b"v3"], TS)
+    with WireClient(compacted.bootstrap) as wire:
+        answer = wire.call(0, 9, produce_request("compacted", 0, batch))
+    [partition] = answer.responses[0].partition_responses
+    assert partition.error_code == INVALID_RECORD
+    assert [e.batch_index for e in partition.record_errors] == [1]
+    assert partition.error_message
+
+    # Nothing was written: a keyed record then lands at offset 0.
+    assert _confluent_errors(compacted.bootstrap, "compacted", [Msg(b"k", b"v")]) == [0]
+    assert [(r[0], r[2], r[3]) for r in seglog_consume(compacted.data_dir, "compacted")] == [
+        (0, b"k", b"v")
+    ]
+
+
+def test_a_batch_above_max_message_bytes_is_message_too_large(
+    serve_factory: ServeFactory,
+) -> None:
+    server = serve_factory(start=False)
+    _create_topic(server.data_dir, "small", "max.message.bytes=4096")
+    server.start()
+
+    codes = _confluent_errors(server.bootstrap, "small", [Msg(b"big", b"x" * 20_000)])
+    assert codes == [MESSAGE_TOO_LARGE]
+
+    from kafka.errors import MessageSizeTooLargeError
+
+    with pytest.raises(MessageSizeTooLargeError):
+        kafka_python_produce(
+            server.bootstrap,
+            "small",
+            [Msg(b"big", b"y" * 20_000)],
+            enable_idempotence=False,
+            max_request_size=10_000_000,
+            retries=0,
+        )
+    assert _confluent_errors(server.bootstrap, "small", [Msg(b"fits", b"z" * 100)]) == [0]
+    server.stop()
+    assert [(r[0], r[2]) for r in disk_records(server.data_dir, "small")] == [(0, b"fits")]
+
+
+def test_a_resent_idempotent_batch_is_answered_with_its_original_offset(
+    serve: ServeProcess,
+) -> None:
+    producer_id, epoch = 4242, 0
+    first = idempotent_batch(producer_id, epoch, 0, [b"a0", b"a1", b"a2"], TS)
+    second = idempotent_batch(producer_id, epoch, 3, [b"b0", b"b1"], TS + 1)
+    with WireClient(serve.bootstrap) as wire:
+        topic = wire.call(3, 9, metadata_request("idem")).topics[0]
+        assert topic.error_code == 0, topic
+
+        def send(batch: bytes) -> tuple[int, int]:
+            answer = wire.call(0, 9, produce_request("idem", 0, batch))
+            [partition] = answer.responses[0].partition_responses
+            return partition.error_code, partition.base_offset
+
+        assert send(first) == (0, 0)
+        assert send(second) == (0, 3)
+        assert send(first) == (0, 0)  # a retry of the first batch: its original offset
+        assert send(second) == (0, 3)
+        third = idempotent_batch(producer_id, epoch, 5, [b"c0"], TS + 2)
+        assert send(third) == (0, 5)
+
+    serve.stop()
+    stored = disk_records(serve.data_dir, "idem")
+    assert [(r[0], r[3]) for r in stored] == list(
+        enumerate([b"a0", b"a1", b"a2", b"b0", b"b1", b"c0"])
+    )
