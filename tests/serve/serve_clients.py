@@ -91,6 +91,15 @@ def seglog_cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess[bytes]
     return subprocess.run(command, check=False, capture_output=True, env=env, timeout=120)
 
 
+def create_topic(data_dir: Path, topic: str, *configs: str, partitions: int = 1) -> None:
+    """``seglog topics create`` on a directory no server holds (before it starts)."""
+    args = ["topics", "create", "--topic", topic, "--partitions", str(partitions)]
+    for config in configs:
+        args += ["--config", config]
+    result = seglog_cli(data_dir, *args)
+    assert result.returncode == 0, result.stderr.decode()
+
+
 def seglog_consume(
     data_dir: Path, topic: str, partition: int = 0, start: Start = "earliest"
 ) -> list[Rec]:

@@ -2,8 +2,10 @@
 
 Writers take :class:`serve_records.Msg` values and return the offsets the client reported;
 readers assign one partition (no consumer group), position it at the start asked for (the
-client's own earliest / latest / offsets-for-times call), read up to the partition's end as it
-is when they start, and return :data:`serve_records.Rec` tuples.
+client's own earliest / latest / offsets-for-times call, or ``"offset:N"``: a seek to N, which
+the client's ``auto.offset.reset`` resolves when N is out of range), read up to the
+partition's end as it is when they start, and return :data:`serve_records.Rec` tuples;
+``config`` adds client settings (in the client's own spelling).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from serve_records import TIMEOUT_S, Msg, Rec, Start, headers_of
+from serve_records import OFFSET, TIMEOUT_S, Msg, Rec, Start, headers_of
 
 # --- confluent-kafka (librdkafka) -----------------------------------------------------------
 
@@ -53,7 +55,7 @@ def confluent_produce(
     return offsets
 
 
-def _confluent_consumer(bootstrap: str) -> Any:
+def _confluent_consumer(bootstrap: str, config: dict[str, Any] | None = None) -> Any:
     from confluent_kafka import Consumer
 
     return Consumer(
@@ -63,18 +65,25 @@ def _confluent_consumer(bootstrap: str) -> Any:
             "enable.auto.commit": False,
             "enable.partition.eof": True,
         }
+        | (config or {})
     )
 
 
 def confluent_read(
-    bootstrap: str, topic: str, partition: int = 0, start: Start = "earliest"
+    bootstrap: str,
+    topic: str,
+    partition: int = 0,
+    start: Start = "earliest",
+    config: dict[str, Any] | None = None,
 ) -> list[Rec]:
     """``Consumer.assign`` at OFFSET_BEGINNING / OFFSET_END / offsets_for_times, to EOF."""
     from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaError, TopicPartition
 
-    consumer = _confluent_consumer(bootstrap)
+    consumer = _confluent_consumer(bootstrap, config)
     try:
-        if isinstance(start, int):
+        if isinstance(start, str) and start.startswith(OFFSET):
+            position = TopicPartition(topic, partition, int(start[len(OFFSET) :]))
+        elif isinstance(start, int):
             [position] = consumer.offsets_for_times(
                 [TopicPartition(topic, partition, start)], timeout=TIMEOUT_S
             )
@@ -136,16 +145,24 @@ def kafka_python_produce(
 
 
 def kafka_python_read(
-    bootstrap: str, topic: str, partition: int = 0, start: Start = "earliest"
+    bootstrap: str,
+    topic: str,
+    partition: int = 0,
+    start: Start = "earliest",
+    config: dict[str, Any] | None = None,
 ) -> list[Rec]:
     """``KafkaConsumer.assign`` + seek_to_beginning / seek_to_end / offsets_for_times."""
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, enable_auto_commit=False, **(config or {})
+    )
     try:
         tp = TopicPartition(topic, partition)
         consumer.assign([tp])
-        if start == "earliest":
+        if isinstance(start, str) and start.startswith(OFFSET):
+            consumer.seek(tp, int(start[len(OFFSET) :]))
+        elif start == "earliest":
             consumer.seek_to_beginning(tp)
         elif start == "latest":
             consumer.seek_to_end(tp)
@@ -157,7 +174,7 @@ def kafka_python_read(
         end = consumer.end_offsets([tp])[tp]
         out: list[Rec] = []
         deadline = time.monotonic() + TIMEOUT_S
-        while consumer.position(tp) < end:
+        while consumer.position(tp) != end:
             assert time.monotonic() < deadline, f"stuck at {consumer.position(tp)} < {end}"
             for record in consumer.poll(timeout_ms=500).get(tp, []):
                 out.append(
@@ -212,15 +229,19 @@ def aiokafka_produce(
     )
 
 
-async def _aiokafka_read(bootstrap: str, topic: str, partition: int, start: Start) -> list[Rec]:
+async def _aiokafka_read(
+    bootstrap: str, topic: str, partition: int, start: Start, config: dict[str, Any]
+) -> list[Rec]:
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, **config)
     await consumer.start()
     try:
         tp = TopicPartition(topic, partition)
         consumer.assign([tp])
-        if start == "earliest":
+        if isinstance(start, str) and start.startswith(OFFSET):
+            consumer.seek(tp, int(start[len(OFFSET) :]))
+        elif start == "earliest":
             await consumer.seek_to_beginning(tp)
         elif start == "latest":
             await consumer.seek_to_end(tp)
@@ -231,7 +252,7 @@ async def _aiokafka_read(bootstrap: str, topic: str, partition: int, start: Star
             consumer.seek(tp, found.offset)
         end = (await consumer.end_offsets([tp]))[tp]
         out: list[Rec] = []
-        while await consumer.position(tp) < end:
+        while await consumer.position(tp) != end:
             batch = await consumer.getmany(tp, timeout_ms=500)
             for record in batch.get(tp, []):
                 out.append(
@@ -249,8 +270,14 @@ async def _aiokafka_read(bootstrap: str, topic: str, partition: int, start: Star
 
 
 def aiokafka_read(
-    bootstrap: str, topic: str, partition: int = 0, start: Start = "earliest"
+    bootstrap: str,
+    topic: str,
+    partition: int = 0,
+    start: Start = "earliest",
+    config: dict[str, Any] | None = None,
 ) -> list[Rec]:
     return asyncio.run(
-        asyncio.wait_for(_aiokafka_read(bootstrap, topic, partition, start), TIMEOUT_S)
+        asyncio.wait_for(
+            _aiokafka_read(bootstrap, topic, partition, start, config or {}), TIMEOUT_S
+        )
     )

@@ -18,6 +18,7 @@ from typing import Any
 Headers = tuple[tuple[str, bytes | None], ...]
 Rec = tuple[int, int, bytes | None, bytes | None, Headers]
 Start = str | int
+OFFSET = "offset:"  # a start of "offset:N": an explicit position
 TIMEOUT_S = 30.0
 
 

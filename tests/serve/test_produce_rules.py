@@ -9,10 +9,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from serve_clients import disk_records, seglog_cli, seglog_consume
+from serve_clients import create_topic, disk_records, seglog_consume
 from serve_harness import ServeFactory, ServeProcess
 from serve_python_clients import kafka_python_produce
 from serve_records import Msg
@@ -21,14 +19,6 @@ from serve_wire import WireClient, build_batch, idempotent_batch, metadata_reque
 INVALID_RECORD = 87
 MESSAGE_TOO_LARGE = 10
 TS = 1_700_000_000_000
-
-
-def _create_topic(data_dir: Path, topic: str, *configs: str) -> None:
-    args = ["topics", "create", "--topic", topic, "--partitions", "1"]
-    for config in configs:
-        args += ["--config", config]
-    result = seglog_cli(data_dir, *args)
-    assert result.returncode == 0, result.stderr.decode()
 
 
 def _confluent_errors(bootstrap: str, topic: str, messages: list[Msg]) -> list[int]:
@@ -54,7 +44,7 @@ def _confluent_errors(bootstrap: str, topic: str, messages: list[Msg]) -> list[i
 @pytest.fixture
 def compacted(serve_factory: ServeFactory) -> ServeProcess:
     server = serve_factory(start=False)
-    _create_topic(server.data_dir, "compacted", "cleanup.policy=compact")
+    create_topic(server.data_dir, "compacted", "cleanup.policy=compact")
     return server.start()
 
 
@@ -82,7 +72,7 @@ def test_a_batch_above_max_message_bytes_is_message_too_large(
     serve_factory: ServeFactory,
 ) -> None:
     server = serve_factory(start=False)
-    _create_topic(server.data_dir, "small", "max.message.bytes=4096")
+    create_topic(server.data_dir, "small", "max.message.bytes=4096")
     server.start()
 
     codes = _confluent_errors(server.bootstrap, "small", [Msg(b"big", b"x" * 20_000)])
