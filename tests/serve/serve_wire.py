@@ -78,12 +78,13 @@ def build_batch(
     producer_id: int = -1,
     epoch: int = -1,
     base_sequence: int = -1,
+    transactional: bool = False,
 ) -> bytes:
     """One uncompressed v2 batch built by kafka-python (idempotent when ``producer_id`` >= 0)."""
     builder = DefaultRecordBatchBuilder(
         magic=2,
         compression_type=0,
-        is_transactional=False,
+        is_transactional=transactional,
         producer_id=producer_id,
         producer_epoch=epoch,
         base_sequence=base_sequence,
@@ -108,8 +109,11 @@ def idempotent_batch(
     )
 
 
-def produce_request(topic: str, partition: int, records: bytes, acks: int = -1) -> Any:
+def produce_request(
+    topic: str, partition: int, records: bytes, acks: int = -1, transactional_id: str | None = None
+) -> Any:
     return messages.ProduceRequest(
+        transactional_id=transactional_id,
         acks=acks,
         timeout_ms=30_000,
         topic_data=[

@@ -12,12 +12,14 @@ from __future__ import annotations
 import pytest
 from serve_clients import create_topic, disk_records, seglog_consume
 from serve_harness import ServeFactory, ServeProcess
-from serve_python_clients import kafka_python_produce
+from serve_python_clients import confluent_read, kafka_python_produce
 from serve_records import Msg
 from serve_wire import WireClient, build_batch, idempotent_batch, metadata_request, produce_request
 
 INVALID_RECORD = 87
 MESSAGE_TOO_LARGE = 10
+INVALID_TXN_STATE = 48
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 TS = 1_700_000_000_000
 
 
@@ -121,3 +123,35 @@ def test_a_resent_idempotent_batch_is_answered_with_its_original_offset(
     assert [(r[0], r[3]) for r in stored] == list(
         enumerate([b"a0", b"a1", b"a2", b"b0", b"b1", b"c0"])
     )
+
+
+@pytest.mark.parametrize(
+    ("transactional_id", "codes"),
+    [
+        (None, [TRANSACTIONAL_ID_AUTHORIZATION_FAILED] * 2),  # Kafka refuses the whole request
+        ("txn", [INVALID_TXN_STATE, 0]),  # the partition is in no transaction
+    ],
+)
+def test_transactional_batches_are_refused(
+    serve: ServeProcess, transactional_id: str | None, codes: list[int]
+) -> None:
+    """No transaction coordinator runs here, so a transaction could never end: a
+    transactional batch would pin the last stable offset and stall every read_committed
+    consumer (librdkafka's default) of the partition forever."""
+    txn = build_batch(
+        [b"k"], [b"in txn"], TS, producer_id=77, epoch=0, base_sequence=0, transactional=True
+    )
+    plain = build_batch([b"k"], [b"plain"], TS)
+    with WireClient(serve.bootstrap) as wire:
+        wire.call(3, 9, metadata_request("txn"))
+        wire.call(3, 9, metadata_request("other"))
+        request = produce_request("txn", 0, txn, transactional_id=transactional_id)
+        request.topic_data.append(produce_request("other", 0, plain).topic_data[0])
+        answer = wire.call(0, 9, request)
+    assert [p.error_code for t in answer.responses for p in t.partition_responses] == codes
+
+    messages = [Msg(b"k", f"v{i}".encode()) for i in range(3)]
+    _confluent_errors(serve.bootstrap, "txn", messages)
+    assert [r[3] for r in confluent_read(serve.bootstrap, "txn")] == [m.value for m in messages]
+    other = [r[3] for r in seglog_consume(serve.data_dir, "other")]
+    assert other == ([b"plain"] if codes[1] == 0 else [])
