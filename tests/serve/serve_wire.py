@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -45,7 +46,10 @@ class WireClient:
             out += chunk
         return bytes(out)
 
-    def call(self, api_key: int, version: int, body: Any) -> Any:
+    def call(
+        self, api_key: int, version: int, body: Any, sent: threading.Event | None = None
+    ) -> Any:
+        """Send ``body``, set ``sent`` once it is on the wire, and return the decoded answer."""
         self.correlation_id += 1
         request_spec = messages.SPECS[type(body).__name__]
         header_version = 2 if request_spec.is_flexible(version) else 1
@@ -60,6 +64,8 @@ class WireClient:
         )
         payload = header + codec.encode(body, version)
         self.sock.sendall(_SIZE.pack(len(payload)) + payload)
+        if sent is not None:
+            sent.set()
         (size,) = _SIZE.unpack(self._read_exact(4))
         frame = self._read_exact(size)
         reply_header, end = codec.decode(

@@ -59,6 +59,7 @@ async def run_server(
     try:
         await stop.wait()
     finally:
+        state.appends.close()  # long polls answer now rather than after their max_wait_ms
         await server.stop()
         LOG.info(
             "served %d request(s) on %d connection(s)",

@@ -45,11 +45,20 @@ class AppendWaiters:
 
     A waiter registers an :class:`asyncio.Event` under each partition it reads; an append to a
     partition sets every event registered there. Events are removed by the waiter when its wait
-    ends, whether woken or timed out, so the map holds only live waits.
+    ends, whether woken or timed out, so the map holds only live waits. :meth:`close` (the
+    server is stopping) wakes every waiter and makes later waits return at once, so a long poll
+    never holds up a shutdown.
     """
 
     def __init__(self) -> None:
         self._events: dict[TopicPartition, set[asyncio.Event]] = {}
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+        for events in self._events.values():
+            for event in events:
+                event.set()
 
     def notify(self, tp: TopicPartition) -> None:
         for event in self._events.get(tp, ()):
@@ -57,6 +66,8 @@ class AppendWaiters:
 
     async def wait(self, partitions: Iterable[TopicPartition], timeout_s: float) -> bool:
         """Wait until one of ``partitions`` is appended to or ``timeout_s`` passes."""
+        if self.closed:
+            return False
         event = asyncio.Event()
         keys = list(partitions)
         for tp in keys:

@@ -17,7 +17,11 @@ order:
   response missing one).
 
 Long polls: when fewer than ``min_bytes`` are available the request waits, up to
-``max_wait_ms``, for an append to one of its partitions, then reads again.
+``max_wait_ms``, for an append to one of its partitions, then reads again. A request with a
+partition in error (OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, a storage error) is
+answered at once, as Kafka's ``errorReadingData`` does: the client must learn of it now (to
+reset its position, refresh metadata) rather than after ``max_wait_ms``. A server shutting down
+wakes every long poll, which answers with what it has.
 
 Fetch sessions (KIP-227) are refused: every response has ``session_id = 0``, which every client
 takes as "send full fetches"; a request naming a session (``session_id`` not 0) gets
@@ -58,6 +62,7 @@ class _Read:
         self.topics: list[FetchResponseFetchableTopicResponse] = []
         self.bytes = 0
         self.records: list[FileRangesRecords] = []
+        self.error = False  # a partition's read failed: answer without waiting
 
     def close(self) -> None:
         for records in self.records:
@@ -133,6 +138,7 @@ def _read_all(state: BrokerState, request: FetchRequest, isolation: IsolationLev
             _read_partition(state, topic.topic, p, isolation, limit - read.bytes, read)
             for p in topic.partitions
         ]
+        read.error = read.error or any(p.error_code != 0 for p in partitions)
         read.topics.append(
             FetchResponseFetchableTopicResponse(topic=topic.topic, partitions=partitions)
         )
@@ -158,7 +164,8 @@ async def handle(
     while True:
         read = _read_all(state, request, isolation)
         remaining = deadline - time.monotonic()
-        if read.bytes >= request.min_bytes or remaining <= 0 or not partitions:
+        done = read.bytes >= request.min_bytes or read.error or not partitions
+        if done or remaining <= 0 or state.appends.closed:
             return FetchResponse(error_code=0, session_id=0, responses=read.topics)
         read.close()
         await state.appends.wait(partitions, remaining)
