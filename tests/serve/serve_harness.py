@@ -4,9 +4,11 @@
 --listeners PLAINTEXT://127.0.0.1:0 --metrics-port 0`` as a subprocess, waits for its one ready
 line (``seglog serve: listening on PLAINTEXT://HOST:PORT``) and exposes the bootstrap address
 and the data directory. :meth:`ServeProcess.stop` sends SIGTERM and asserts exit status 0 and
-nothing more on stdout; :meth:`ServeProcess.restart` starts it again on the same directory (a
-new port: clients must bootstrap again). The server's stderr goes to a file beside the data
-directory; failures show its tail, so a server-side traceback is never lost.
+nothing more on stdout; :meth:`ServeProcess.restart` starts it again on the same directory,
+on a new port (clients must bootstrap again) or, with ``same_port``, on the port it had, so
+clients that stay connected across the restart find it again. The server's stderr goes to a
+file beside the data directory; failures show its tail, so a server-side traceback is never
+lost.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ class ServeProcess:
         self.process: subprocess.Popen[str] | None = None
         self.bootstrap = ""
 
-    def command(self) -> list[str]:
+    def command(self, port: int = 0) -> list[str]:
         return [
             sys.executable,
             "-m",
@@ -51,17 +53,17 @@ class ServeProcess:
             str(self.config_path),
             "serve",
             "--listeners",
-            "PLAINTEXT://127.0.0.1:0",
+            f"PLAINTEXT://127.0.0.1:{port}",
             "--metrics-port",
             "0",
         ]
 
-    def start(self) -> ServeProcess:
+    def start(self, port: int = 0) -> ServeProcess:
         assert self.process is None, "already running"
         env = dict(os.environ, PYTHONPATH=f"{SRC}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
         with self.stderr_path.open("a") as stderr:
             self.process = subprocess.Popen(
-                self.command(), stdout=subprocess.PIPE, stderr=stderr, text=True, env=env
+                self.command(port), stdout=subprocess.PIPE, stderr=stderr, text=True, env=env
             )
         line = self._ready_line()
         assert line.startswith(READY_PREFIX), f"unexpected first line {line!r}\n{self.log_tail()}"
@@ -106,9 +108,10 @@ class ServeProcess:
         assert process.returncode == 0, f"exit status {process.returncode}\n{self.log_tail()}"
         assert rest == "", f"stdout after the ready line: {rest!r}"
 
-    def restart(self) -> ServeProcess:
+    def restart(self, *, same_port: bool = False) -> ServeProcess:
+        port = self.port if same_port else 0
         self.stop()
-        return self.start()
+        return self.start(port)
 
     def kill(self) -> None:
         if self.process is not None:
