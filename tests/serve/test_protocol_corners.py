@@ -16,6 +16,7 @@ from seglog.protocol import messages
 
 BASE_TS = 1_700_000_000_000
 UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_REQUEST = 42
 
 
 def test_an_empty_topic_reads_as_empty_everywhere(serve: ServeProcess, kcat: str) -> None:
@@ -157,3 +158,28 @@ def test_one_fetch_over_three_partitions_within_a_small_budget(
     finally:
         consumer.close()
     assert got == expected
+
+
+def test_list_offsets_naming_a_partition_twice_is_invalid_request(
+    serve_factory: ServeFactory,
+) -> None:
+    server = serve_factory({"num.partitions": "2"})
+    confluent_produce(server.bootstrap, "twice", [Msg(b"k", b"v")] * 3)
+
+    def entry(partition: int, timestamp: int) -> messages.ListOffsetsRequestListOffsetsPartition:
+        return messages.ListOffsetsRequestListOffsetsPartition(
+            partition_index=partition, timestamp=timestamp
+        )
+
+    request = messages.ListOffsetsRequest(
+        replica_id=-1,
+        topics=[
+            messages.ListOffsetsRequestListOffsetsTopic(
+                name="twice", partitions=[entry(0, -1), entry(1, -1), entry(0, -2)]
+            )
+        ],
+    )
+    with WireClient(server.bootstrap) as wire:
+        [topic] = wire.call(2, 7, request).topics
+    answers = [(p.partition_index, p.error_code, p.offset) for p in topic.partitions]
+    assert answers == [(0, INVALID_REQUEST, -1), (1, 0, 0), (0, INVALID_REQUEST, -1)]

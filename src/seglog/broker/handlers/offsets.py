@@ -5,7 +5,9 @@ watermark, or the last stable offset for ``read_committed``), -2 earliest (the l
 offset), -3 the record with the largest timestamp (KIP-734, v7), and a real timestamp: the first
 offset whose timestamp is at least it, through the time index (no such record: offset -1).
 The tiered-storage sentinels (-4, -5) belong to versions not served. Latest and earliest answer
-``timestamp = -1``, as Kafka does.
+``timestamp = -1``, as Kafka does. A partition named twice in one request gets INVALID_REQUEST
+at each mention (Kafka's ``duplicatePartitions``): the client could not tell the answers
+apart.
 
 OffsetForLeaderEpoch answers from the leader-epoch cache: for the latest epoch the log end
 offset; for an older epoch, the largest epoch at or below it and the start offset of the epoch
@@ -80,15 +82,35 @@ def _list_one(
     return answer
 
 
+def _duplicates(request: ListOffsetsRequest) -> set[tuple[str, int]]:
+    seen: set[tuple[str, int]] = set()
+    twice: set[tuple[str, int]] = set()
+    for topic in request.topics:
+        for partition in topic.partitions:
+            key = (topic.name, partition.partition_index)
+            (twice if key in seen else seen).add(key)
+    return twice
+
+
 async def list_offsets(
     state: BrokerState, context: RequestContext, request: ListOffsetsRequest
 ) -> ListOffsetsResponse:
     committed = request.isolation_level == READ_COMMITTED
+    duplicates = _duplicates(request)
+
+    def answer(
+        topic: str, p: ListOffsetsRequestListOffsetsPartition
+    ) -> ListOffsetsResponseListOffsetsPartitionResponse:
+        if (topic, p.partition_index) in duplicates:
+            return ListOffsetsResponseListOffsetsPartitionResponse(
+                partition_index=p.partition_index, error_code=int(ErrorCode.INVALID_REQUEST)
+            )
+        return _list_one(state, topic, p, committed)
+
     return ListOffsetsResponse(
         topics=[
             ListOffsetsResponseListOffsetsTopicResponse(
-                name=topic.name,
-                partitions=[_list_one(state, topic.name, p, committed) for p in topic.partitions],
+                name=topic.name, partitions=[answer(topic.name, p) for p in topic.partitions]
             )
             for topic in request.topics
         ]
