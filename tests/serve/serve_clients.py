@@ -112,7 +112,6 @@ def seglog_consume(
     out: list[Rec] = []
     for line in result.stdout.decode().splitlines():
         entry = json.loads(line)
-        assert "key_base64" not in entry and "value_base64" not in entry, entry
         if "headers_base64" in entry:
             headers = tuple(
                 (base64.b64decode(k).decode(), None if v is None else base64.b64decode(v))
@@ -122,10 +121,18 @@ def seglog_consume(
             headers = tuple(
                 (k, None if v is None else v.encode()) for k, v in entry.get("headers", {}).items()
             )
-        key = None if entry["key"] is None else entry["key"].encode()
-        value = None if entry["value"] is None else entry["value"].encode()
+        key, value = _json_bytes(entry, "key"), _json_bytes(entry, "value")
         out.append((entry["offset"], entry["timestamp"], key, value, headers))
     return out
+
+
+def _json_bytes(entry: dict[str, object], name: str) -> bytes | None:
+    """A key or value of ``seglog consume --format json``: text, or ``NAME_base64``."""
+    encoded = entry.get(f"{name}_base64")
+    if isinstance(encoded, str):
+        return base64.b64decode(encoded)
+    text = entry[name]
+    return None if text is None else str(text).encode()
 
 
 def disk_records(data_dir: Path, topic: str, partition: int = 0) -> list[Rec]:

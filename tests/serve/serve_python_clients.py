@@ -180,7 +180,7 @@ def kafka_python_read(
                 out.append(
                     (
                         record.offset,
-                        record.timestamp,
+                        -1 if record.timestamp is None else record.timestamp,
                         record.key,
                         record.value,
                         headers_of(record.headers),
@@ -258,7 +258,7 @@ async def _aiokafka_read(
                 out.append(
                     (
                         record.offset,
-                        record.timestamp,
+                        -1 if record.timestamp is None else record.timestamp,
                         record.key,
                         record.value,
                         headers_of(record.headers),
