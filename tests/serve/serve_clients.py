@@ -101,12 +101,25 @@ def create_topic(data_dir: Path, topic: str, *configs: str, partitions: int = 1)
 
 
 def seglog_consume(
-    data_dir: Path, topic: str, partition: int = 0, start: Start = "earliest"
+    data_dir: Path,
+    topic: str,
+    partition: int = 0,
+    start: Start = "earliest",
+    isolation: str = "read_uncommitted",
 ) -> list[Rec]:
     """``seglog consume --format json`` (read-only: works beside a running server)."""
     position = ["--timestamp", str(start)] if isinstance(start, int) else ["--offset", start]
     result = seglog_cli(
-        data_dir, "consume", topic, "--partition", str(partition), *position, "--format", "json"
+        data_dir,
+        "consume",
+        topic,
+        "--partition",
+        str(partition),
+        *position,
+        "--isolation-level",
+        isolation,
+        "--format",
+        "json",
     )
     assert result.returncode == 0, result.stderr.decode(errors="replace")
     out: list[Rec] = []

@@ -3,7 +3,9 @@
 ListOffsets answers per partition with Kafka's special timestamps: -1 latest (the high
 watermark, or the last stable offset for ``read_committed``), -2 earliest (the log start
 offset), -3 the record with the largest timestamp (KIP-734, v7), and a real timestamp: the first
-offset whose timestamp is at least it, through the time index (no such record: offset -1).
+offset whose timestamp is at least it, through the time index (no such record: offset -1). As
+in Kafka, -3 and timestamp answers are limited to offsets the client may fetch: one at or above
+the last stable offset (``read_committed``) or the high watermark is "no offset" (-1).
 The tiered-storage sentinels (-4, -5) belong to versions not served. Latest and earliest answer
 ``timestamp = -1``, as Kafka does. A partition named twice in one request gets INVALID_REQUEST
 at each mention (Kafka's ``duplicatePartitions``): the client could not tell the answers
@@ -73,7 +75,10 @@ def _list_one(
     except InvalidRecordError:
         answer.error_code = int(ErrorCode.INVALID_REQUEST)
         return answer
-    if found is None:
+    # Kafka answers only offsets a consumer of this isolation level may fetch: below the last
+    # stable offset (read_committed) or the high watermark (read_uncommitted).
+    fetchable = log.last_stable_offset if committed else log.high_watermark
+    if found is None or found.offset >= fetchable:
         answer.offset, answer.timestamp = -1, -1
     else:
         answer.offset, answer.timestamp = found.offset, found.timestamp
