@@ -10,7 +10,7 @@ client, and the segment files carry the producer id in each batch.
 from __future__ import annotations
 
 import pytest
-from serve_clients import assert_all_read, every_reading, produce_with
+from serve_clients import CODECS, assert_all_read, every_reading, produce_with
 from serve_harness import ServeProcess
 from serve_python_clients import kafka_python_produce
 from serve_records import expected_records, sample_messages
@@ -34,7 +34,7 @@ def _producer_ids(server: ServeProcess, topic: str) -> set[int]:
 
 @NEEDS_INIT_PRODUCER_ID
 @pytest.mark.parametrize("producer", ["confluent-kafka", "kafka-python", "aiokafka"])
-@pytest.mark.parametrize("codec", ["none", "lz4", "zstd"])
+@pytest.mark.parametrize("codec", CODECS)
 def test_idempotent_producer_records_read_back_once(
     serve: ServeProcess, kcat: str, producer: str, codec: str
 ) -> None:
