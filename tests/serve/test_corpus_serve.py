@@ -27,6 +27,7 @@ from serve_wire import WireClient
 
 from corpus_location import corpus_root
 from seglog.protocol import messages
+from support.kafka_oracle import read_partition_dir_with_kafka_python
 
 LEADER_NOT_AVAILABLE = 5
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
@@ -127,3 +128,56 @@ def test_a_real_brokers_directory_reads_back_through_every_client(
             assert got == expected, f"{topic}-{partition} through {name}"
         checked += 1
     assert checked > 0
+
+
+def _first_at_or_after(records: list[tuple[int, int]], timestamp: int) -> int:
+    return min((offset for offset, ts in records if ts >= timestamp), default=-1)
+
+
+@pytest.mark.parametrize("source", _root_params())
+def test_offsets_for_times_on_real_brokers_files(
+    source: Path | None, serve_factory: ServeFactory, tmp_path: Path
+) -> None:
+    """The first offset whose record timestamp is at least T, found through the time index of
+    files Kafka wrote, agrees with a scan of the decoded records (control records included:
+    Kafka's lookup sees them too), for librdkafka and kafka-python."""
+    if source is None:
+        pytest.skip("Kafka corpus not found (../shared/corpus or $SEGLOG_CORPUS)")
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as ConfluentPartition
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaPartition
+
+    data_dir = _writable_copy(source, tmp_path / "copy")
+    server = serve_factory(data_dir=data_dir)
+    confluent = Consumer({"bootstrap.servers": server.bootstrap, "group.id": "unused"})
+    kafka_python = KafkaConsumer(bootstrap_servers=server.bootstrap)
+    asked = 0
+    try:
+        for topic, partition in _partitions(data_dir):
+            if topic.startswith("__"):
+                continue
+            start = _log_start(server.bootstrap, topic, partition)
+            stamped = [
+                (r[0], r[1])
+                for r in read_partition_dir_with_kafka_python(
+                    data_dir / f"{topic}-{partition}", include_control=True
+                )
+                if r[0] >= start and r[1] >= 0
+            ]
+            stamps = sorted({ts for _, ts in stamped}) or [0]  # untimed records: never found
+            for wanted in {stamps[0], stamps[len(stamps) // 2], stamps[-1], stamps[-1] + 1}:
+                expected = _first_at_or_after(stamped, wanted)
+                [found] = confluent.offsets_for_times(
+                    [ConfluentPartition(topic, partition, wanted)], timeout=30
+                )
+                tp = KafkaPartition(topic, partition)
+                answer = kafka_python.offsets_for_times({tp: wanted})[tp]
+                where = f"{topic}-{partition} at {wanted}"
+                assert found.offset == expected, where
+                assert (-1 if answer is None else answer.offset) == expected, where
+                asked += 1
+    finally:
+        confluent.close()
+        kafka_python.close()
+    assert asked > 0
