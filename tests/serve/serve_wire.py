@@ -46,11 +46,19 @@ class WireClient:
             out += chunk
         return bytes(out)
 
-    def call(
-        self, api_key: int, version: int, body: Any, sent: threading.Event | None = None
-    ) -> Any:
-        """Send ``body``, set ``sent`` once it is on the wire, and return the decoded answer."""
+    def send(self, api_key: int, version: int, body: Any) -> None:
+        """Send a request that gets no answer (an ``acks=0`` Produce)."""
         self.correlation_id += 1
+        self.sock.sendall(self._frame(api_key, version, body))
+
+    def closed_by_peer(self) -> bool:
+        """Whether the server closed the connection (waits up to the socket timeout)."""
+        try:
+            return self.sock.recv(1) == b""
+        except TimeoutError:
+            return False
+
+    def _frame(self, api_key: int, version: int, body: Any) -> bytes:
         request_spec = messages.SPECS[type(body).__name__]
         header_version = 2 if request_spec.is_flexible(version) else 1
         header = codec.encode(
@@ -63,7 +71,14 @@ class WireClient:
             header_version,
         )
         payload = header + codec.encode(body, version)
-        self.sock.sendall(_SIZE.pack(len(payload)) + payload)
+        return _SIZE.pack(len(payload)) + payload
+
+    def call(
+        self, api_key: int, version: int, body: Any, sent: threading.Event | None = None
+    ) -> Any:
+        """Send ``body``, set ``sent`` once it is on the wire, and return the decoded answer."""
+        self.correlation_id += 1
+        self.sock.sendall(self._frame(api_key, version, body))
         if sent is not None:
             sent.set()
         (size,) = _SIZE.unpack(self._read_exact(4))

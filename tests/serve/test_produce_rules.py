@@ -155,3 +155,17 @@ def test_transactional_batches_are_refused(
     assert [r[3] for r in confluent_read(serve.bootstrap, "txn")] == [m.value for m in messages]
     other = [r[3] for r in seglog_consume(serve.data_dir, "other")]
     assert other == ([b"plain"] if codes[1] == 0 else [])
+
+
+def test_an_acks_zero_refusal_closes_the_connection(compacted: ServeProcess) -> None:
+    """acks=0 gets no answer, so Kafka closes the connection when a partition is refused:
+    the producer notices, refreshes its metadata and reconnects. Accepted ones stay open."""
+    keyless = build_batch([None], [b"v"], TS)
+    keyed = build_batch([b"k"], [b"v"], TS)
+    with WireClient(compacted.bootstrap, timeout_s=2.0) as wire:
+        wire.send(0, 9, produce_request("compacted", 0, keyed, acks=0))
+        [topic] = wire.call(3, 9, metadata_request("compacted")).topics  # still open
+        assert topic.error_code == 0
+        wire.send(0, 9, produce_request("compacted", 0, keyless, acks=0))
+        assert wire.closed_by_peer()
+    assert [(r[0], r[2]) for r in seglog_consume(compacted.data_dir, "compacted")] == [(0, b"k")]

@@ -35,7 +35,9 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED; with one, a partition never added to the 
 A refused partition writes nothing (``Log.append`` is all or nothing) and does not affect the
 other partitions of the request. An idempotent producer's retry of a batch already written is
 answered with the original offsets (``LogAppendInfo.duplicate``). On one node ``acks=1`` and
-``acks=-1`` both answer after the local append; ``acks=0`` gets no response at all.
+``acks=-1`` both answer after the local append; ``acks=0`` gets no response at all, except
+that, as in Kafka, a refused partition closes the connection: the only signal an ``acks=0``
+producer gets, which makes it refresh its metadata and reconnect.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from __future__ import annotations
 import logging
 import struct
 
+from seglog.broker.dispatch import CloseConnection
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import INTERNAL_TOPICS, BrokerState, RequestContext
 from seglog.errors import (
@@ -216,7 +219,10 @@ async def handle(
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
             "transactional records need a transactional id (and transactions are not supported)",
         )
-        return None if request.acks == 0 else refusal
+        if request.acks == 0:
+            _close_if_refused(refusal)
+            return None
+        return refusal
     responses = [
         ProduceResponseTopicProduceResponse(
             name=topic.name,
@@ -226,9 +232,23 @@ async def handle(
         )
         for topic in request.topic_data
     ]
+    response = ProduceResponse(responses=responses)
     if request.acks == 0:
+        _close_if_refused(response)
         return None
-    return ProduceResponse(responses=responses)
+    return response
+
+
+def _close_if_refused(response: ProduceResponse) -> None:
+    """An ``acks=0`` request: no answer; a refused partition closes the connection (Kafka)."""
+    refused = [
+        f"{topic.name}-{p.index}: {ErrorCode(p.error_code).name}"
+        for topic in response.responses
+        for p in topic.partition_responses
+        if p.error_code != 0
+    ]
+    if refused:
+        raise CloseConnection(f"acks=0 produce refused ({', '.join(refused)})")
 
 
 HANDLERS = [ApiHandler(API_KEY, 3, 11, handle, advertised_min=0)]
