@@ -42,6 +42,7 @@ def kcat_produce(
     partition: int = 0,
     codec: str | None = None,
     headers: Sequence[str] = (),
+    properties: Sequence[str] = (),
 ) -> None:
     """``kcat -P`` of ``key<TAB>value`` lines; ``-Z``: an empty key or value is sent as null;
     ``-H`` headers (``name=value``, or ``name`` for a null value) go on every record."""
@@ -50,6 +51,8 @@ def kcat_produce(
         command += ["-z", codec]
     for header in headers:
         command += ["-H", header]
+    for setting in properties:  # librdkafka settings, name=value
+        command += ["-X", setting]
     text = "".join(f"{k}\t{v}\n" for k, v in lines)
     result = subprocess.run(
         command, check=False, input=text.encode(), capture_output=True, timeout=TIMEOUT_S

@@ -10,7 +10,7 @@ client, and the segment files carry the producer id in each batch.
 from __future__ import annotations
 
 import pytest
-from serve_clients import CODECS, assert_all_read, every_reading, produce_with
+from serve_clients import CODECS, assert_all_read, every_reading, kcat_produce, produce_with
 from serve_harness import ServeProcess
 from serve_python_clients import kafka_python_produce
 from serve_records import expected_records, sample_messages
@@ -77,3 +77,23 @@ def test_producer_ids_never_repeat_across_restarts(serve: ServeProcess) -> None:
     serve.restart()
     after = {new_id() for _ in range(3)}
     assert len(before | after) == 6
+
+
+@NEEDS_INIT_PRODUCER_ID
+def test_kcat_idempotent_producer(serve: ServeProcess, kcat: str) -> None:
+    lines = [(f"k{i}", f"value {i}") for i in range(25)]
+    kcat_produce(
+        kcat,
+        serve.bootstrap,
+        "kcat-idem",
+        lines,
+        codec="lz4",
+        properties=["enable.idempotence=true"],
+    )
+    readings = every_reading(kcat, serve.bootstrap, serve.data_dir, "kcat-idem")
+    stamped = readings["segment files (kafka-python)"]
+    assert [(r[0], r[2], r[3]) for r in stamped] == [
+        (i, k.encode(), v.encode()) for i, (k, v) in enumerate(lines)
+    ]
+    assert_all_read(readings, stamped)
+    assert min(_producer_ids(serve, "kcat-idem")) >= 0
