@@ -100,14 +100,18 @@ def test_a_real_brokers_directory_reads_back_through_every_client(
     for topic, partition in _partitions(data_dir):
         present.setdefault(topic, set()).add(partition)
     with WireClient(server.bootstrap) as wire:
-        listed = wire.call(3, 12, messages.MetadataRequest(topics=None)).topics
+        answer = wire.call(3, 12, messages.MetadataRequest(topics=None))
+    [broker] = answer.brokers  # the copy's own node id (meta.properties) or the default
+    listed = answer.topics
     # Partitions 0..highest; those this broker's copy lacks are offline (LEADER_NOT_AVAILABLE).
     for entry in listed:
         assert [p.partition_index for p in entry.partitions] == list(
             range(max(present[entry.name]) + 1)
         )
         assert [(p.error_code, p.leader_id) for p in entry.partitions] == [
-            (0, 1) if p.partition_index in present[entry.name] else (LEADER_NOT_AVAILABLE, -1)
+            (0, broker.node_id)
+            if p.partition_index in present[entry.name]
+            else (LEADER_NOT_AVAILABLE, -1)
             for p in entry.partitions
         ]
     checked = 0
