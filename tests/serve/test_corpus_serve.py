@@ -30,6 +30,8 @@ from seglog.protocol import messages
 from support.kafka_oracle import read_partition_dir_with_kafka_python
 
 LEADER_NOT_AVAILABLE = 5
+OFFSET_OUT_OF_RANGE = 1
+FENCED_LEADER_EPOCH = 74
 PARTITION_DIR = re.compile(r"^(?P<topic>.+)-(?P<partition>\d+)$")
 
 
@@ -64,6 +66,40 @@ def _writable_copy(source: Path, target: Path) -> Path:
     for path in [target, *target.rglob("*")]:
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
     return target
+
+
+def _check_epochs(
+    bootstrap: str, listed: list[messages.MetadataResponseMetadataResponseTopic]
+) -> None:
+    """A Fetch naming an older leader epoch than the log's is FENCED_LEADER_EPOCH; the log's
+    own epoch (Metadata's) reads."""
+    with WireClient(bootstrap) as wire:
+        for entry in listed:
+            for p in entry.partitions:
+                if p.error_code != 0 or p.leader_epoch <= 0:
+                    continue
+                for current, code in (
+                    (p.leader_epoch - 1, FENCED_LEADER_EPOCH),
+                    (p.leader_epoch, 0),
+                ):
+                    request = messages.FetchRequest(
+                        max_bytes=1 << 16,
+                        topics=[
+                            messages.FetchRequestFetchTopic(
+                                topic=entry.name,
+                                partitions=[
+                                    messages.FetchRequestFetchPartition(
+                                        partition=p.partition_index,
+                                        current_leader_epoch=current,
+                                        fetch_offset=0,
+                                        partition_max_bytes=1 << 16,
+                                    )
+                                ],
+                            )
+                        ],
+                    )
+                    [answer] = wire.call(1, 12, request).responses[0].partitions
+                    assert answer.error_code in ((code,) if code else (0, OFFSET_OUT_OF_RANGE))
 
 
 def _log_start(bootstrap: str, topic: str, partition: int) -> int:
@@ -114,6 +150,7 @@ def test_a_real_brokers_directory_reads_back_through_every_client(
             else (LEADER_NOT_AVAILABLE, -1)
             for p in entry.partitions
         ]
+    _check_epochs(server.bootstrap, listed)
     checked = 0
     for topic, partition in _partitions(data_dir):
         if topic.startswith("__"):

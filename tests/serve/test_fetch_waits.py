@@ -2,6 +2,7 @@
 
 * A fetch with a partition in error (OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION) is
   answered at once, whatever its ``max_wait_ms``.
+* A ``current_leader_epoch`` other than the log's is refused, as Kafka refuses it.
 * An append wakes a long poll; a stopping server wakes every long poll, so SIGTERM is never
   held up by a client's ``fetch.max.wait.ms``.
 """
@@ -14,11 +15,12 @@ import time
 from serve_harness import ServeProcess
 from serve_python_clients import confluent_produce
 from serve_records import TIMEOUT_S, Msg
-from serve_wire import WireClient
+from serve_wire import WireClient, metadata_request
 
 from seglog.protocol import messages
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
+UNKNOWN_LEADER_EPOCH = 75
 TEN_MINUTES_MS = 10 * 60 * 1000
 
 
@@ -94,3 +96,43 @@ def test_a_stopping_server_answers_its_long_polls(serve: ServeProcess) -> None:
     if isinstance(answer, messages.FetchResponse):
         [partition] = answer.responses[0].partitions
         assert partition.error_code == 0 and not partition.records
+
+
+def test_a_current_leader_epoch_other_than_the_logs_is_refused(serve: ServeProcess) -> None:
+    """Kafka checks Fetch's and ListOffsets' ``current_leader_epoch``: a newer one is
+    UNKNOWN_LEADER_EPOCH (an older one FENCED_LEADER_EPOCH: see the corpus tests, whose logs
+    have epochs above 0); -1 skips the check."""
+    confluent_produce(serve.bootstrap, "epochs", [Msg(b"k", b"v")])
+    with WireClient(serve.bootstrap, timeout_s=TIMEOUT_S) as wire:
+        [topic] = wire.call(3, 12, metadata_request("epochs")).topics
+        epoch = topic.partitions[0].leader_epoch
+        assert epoch >= 0
+
+        def fetch_code(current: int) -> int:
+            request = _fetch([("epochs", 0, 0)], 0)
+            request.topics[0].partitions[0].current_leader_epoch = current
+            [partition] = wire.call(1, 12, request).responses[0].partitions
+            assert (partition.error_code == 0) == (
+                partition.records is not None and len(partition.records) > 0
+            )
+            return int(partition.error_code)
+
+        def list_code(current: int) -> int:
+            request = messages.ListOffsetsRequest(
+                replica_id=-1,
+                topics=[
+                    messages.ListOffsetsRequestListOffsetsTopic(
+                        name="epochs",
+                        partitions=[
+                            messages.ListOffsetsRequestListOffsetsPartition(
+                                partition_index=0, current_leader_epoch=current, timestamp=-1
+                            )
+                        ],
+                    )
+                ],
+            )
+            return int(wire.call(2, 7, request).topics[0].partitions[0].error_code)
+
+        for check in (fetch_code, list_code):
+            assert check(-1) == 0 and check(epoch) == 0
+            assert check(epoch + 1) == UNKNOWN_LEADER_EPOCH

@@ -10,6 +10,8 @@ order:
 * ``read_committed`` (``isolation_level`` 1, librdkafka's default) stops at the last stable
   offset and lists the aborted transactions of the bytes returned; ``read_uncommitted`` stops
   at the high watermark (the log end offset: one node);
+* a ``current_leader_epoch`` other than the log's (and not -1) gets UNKNOWN_LEADER_EPOCH
+  (above) or FENCED_LEADER_EPOCH (below), as Kafka checks it;
 * a fetch offset below the log start offset or above the high watermark gets
   OFFSET_OUT_OF_RANGE (the client resets through ListOffsets); at the high watermark, no
   records; an unknown partition, UNKNOWN_TOPIC_OR_PARTITION;
@@ -36,6 +38,7 @@ from __future__ import annotations
 import time
 
 from seglog.broker.file_records import FileRangesRecords
+from seglog.broker.handlers.offsets import epoch_error
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import BrokerState, RequestContext
 from seglog.core.isolation import IsolationLevel
@@ -84,6 +87,11 @@ def _read_partition(
         answer.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         answer.high_watermark = answer.last_stable_offset = answer.log_start_offset = -1
         return answer
+    stale = epoch_error(log.leader_epoch, request.current_leader_epoch)
+    if stale is not None:
+        answer.error_code = int(stale)
+        answer.high_watermark = answer.last_stable_offset = answer.log_start_offset = -1
+        return answer
     committed = isolation is IsolationLevel.READ_COMMITTED
     max_bytes = min(request.partition_max_bytes, budget)
     if max_bytes <= 0 and read.bytes > 0:
@@ -107,6 +115,7 @@ def _read_partition(
         return answer
     except SeglogError:
         answer.error_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
+        answer.high_watermark = answer.last_stable_offset = answer.log_start_offset = -1
         return answer
     answer.high_watermark = ranges.high_watermark
     answer.last_stable_offset = ranges.last_stable_offset
