@@ -13,6 +13,7 @@ DATA_DIR ?= data
 install: $(STAMP)
 	@sh scripts/ensure-chromium.sh
 	@sh scripts/ensure-java.sh
+	@sh scripts/ensure-kcat.sh
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "seglog needs Python >= 3.11; set PYTHON=/path/to/python3.11")'
@@ -25,7 +26,8 @@ run: install
 	$(VENV)/bin/seglog demo --data-dir $(DATA_DIR)
 
 test: install
-	$(PY) -m pytest -q
+	# One worker per core (pytest-xdist): the server tests wait on real clients and sockets.
+	$(PY) -m pytest -q -n auto
 
 check: install
 	$(VENV)/bin/ruff check src tests bench

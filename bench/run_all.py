@@ -6,7 +6,8 @@ passed to every benchmark, e.g. ``--quick`` for a smoke run.
 
 Run: ``.venv/bin/python -m bench.run_all [--quick] [--size-mb N] [--repeat N]``. ``--size-mb``
 means MB per segment to ``bench_format``, MB appended per sample to ``bench_storage``, MiB of
-dirty log to ``bench_cleaner`` and MiB of original log to ``bench_compacted``; each benchmark
+dirty log to ``bench_cleaner``, MiB of original log to ``bench_compacted`` and MiB of the
+served log to ``bench_serve_fetch``; each benchmark
 ignores (``bench_storage``, ``bench_cleaner``, ``bench_compacted``) or rejects
 (``bench_format``) the others' own options.
 """
@@ -30,6 +31,9 @@ from bench import (
     bench_hash,
     bench_object_store,
     bench_read_committed,
+    bench_serve_fetch,
+    bench_serve_latency,
+    bench_serve_produce,
     bench_spark_compaction,
     bench_spark_source,
     bench_storage,
@@ -52,6 +56,9 @@ BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "transactions": bench_transactions.main,
     "txn_cleaner": bench_txn_cleaner.main,
     "read_committed": bench_read_committed.main,
+    "serve_produce": bench_serve_produce.main,
+    "serve_fetch": bench_serve_fetch.main,
+    "serve_latency": bench_serve_latency.main,
 }
 
 

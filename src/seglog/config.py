@@ -760,6 +760,42 @@ _BROKER_ONLY_KEYS = (
         "log_compaction_check_interval_ms",
         60_000,
     ),
+    # The group coordinator's __consumer_offsets (GroupCoordinatorConfig).
+    BrokerKey(
+        "offsets.topic.num.partitions",
+        ConfigType.INT,
+        _at_least(1),
+        "offsets_topic_num_partitions",
+        50,
+    ),
+    BrokerKey(
+        "offsets.topic.segment.bytes",
+        ConfigType.INT,
+        _at_least(1),
+        "offsets_topic_segment_bytes",
+        100 * MIB,
+    ),
+    BrokerKey(
+        "offsets.retention.minutes",
+        ConfigType.INT,
+        _at_least(1),
+        "offsets_retention_minutes",
+        10080,
+    ),
+    BrokerKey(
+        "offsets.retention.check.interval.ms",
+        ConfigType.LONG,
+        _at_least(1),
+        "offsets_retention_check_interval_ms",
+        600_000,
+    ),
+    BrokerKey(
+        "offset.metadata.max.bytes",
+        ConfigType.INT,
+        _anything(),
+        "offset_metadata_max_bytes",
+        4096,
+    ),
 )
 
 _NODE_ID_CHECK = _between(0, INT32_MAX)
@@ -812,6 +848,11 @@ class BrokerConfig:
     producer_id_expiration_ms: int = 24 * MS_PER_HOUR
     producer_id_expiration_check_interval_ms: int = 600_000
     log_compaction_check_interval_ms: int = 60_000
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_segment_bytes: int = 100 * MIB
+    offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600_000
+    offset_metadata_max_bytes: int = 4096
     ignored_keys: tuple[str, ...] = field(default=(), compare=False)
     """``server.properties`` keys that were not read (not storage settings), for reporting."""
 

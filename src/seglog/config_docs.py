@@ -273,6 +273,29 @@ BROKER_SETTING_DOCS: Mapping[str, str] = {
         "seglog's own (Pulsar's `brokerServiceCompactionMonitorIntervalInSeconds`): how often "
         "`seglog maintain` checks each topic's `compaction.threshold.bytes`."
     ),
+    "offsets.topic.num.partitions": (
+        "The number of partitions for the offset commit topic (should not change after "
+        "deployment): `__consumer_offsets` is created with it on first use, and a group's "
+        "partition is `abs(groupId.hashCode()) % offsets.topic.num.partitions`."
+    ),
+    "offsets.topic.segment.bytes": (
+        "The offsets topic segment bytes should be kept relatively small in order to "
+        "facilitate faster log compaction and cache loads: the `segment.bytes` of "
+        "`__consumer_offsets` when seglog creates it."
+    ),
+    "offsets.retention.minutes": (
+        "For subscribed consumers, committed offset of a specific partition will be expired "
+        "and discarded when 1) this retention period has elapsed after the consumer group "
+        "loses all its consumers (i.e. becomes empty); 2) this retention period has elapsed "
+        "since the last time an offset is committed for the partition and the group is no "
+        "longer subscribed to the corresponding topic. For standalone consumers (using manual "
+        "assignment), offsets will be expired after this retention period has elapsed since "
+        "the time of last commit. Expired offsets are written as tombstones."
+    ),
+    "offsets.retention.check.interval.ms": "Frequency at which to check for stale offsets.",
+    "offset.metadata.max.bytes": (
+        "The maximum size for a metadata entry associated with an offset commit."
+    ),
     BROKER_TIMESTAMP_DIFFERENCE_KEY: (
         "Deprecated in Kafka (removed in 4.0): the default of "
         "`message.timestamp.before.max.ms` and `message.timestamp.after.max.ms` when those are "

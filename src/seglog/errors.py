@@ -187,6 +187,10 @@ class OffsetMapFullError(SeglogError):
     """
 
 
+class ProducerIdsExhaustedError(SeglogError):
+    """No block of producer ids is left below int64's maximum (InitProducerId cannot answer)."""
+
+
 class SparkUnavailableError(SeglogError):
     """The Spark pipeline cannot start: pyspark/pyarrow not installed, or no Java."""
 
@@ -300,3 +304,10 @@ class InvalidTimestampError(InvalidRecordError):
     def __init__(self, reason: str, *, record_index: int):
         self.record_index = record_index
         super().__init__(reason)
+
+
+class CorruptGroupRecordError(CorruptRecordError):
+    """A ``__consumer_offsets`` record whose key or value breaks its layout (a string running
+    past the end, a value version no Kafka writes, a null key). ``position`` is the byte inside
+    the key or value; a loader adds the partition and offset of the record to ``reason``.
+    Kafka stops loading the partition at such a record; so does seglog."""

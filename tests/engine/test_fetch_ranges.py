@@ -19,7 +19,7 @@ from seglog.clock import ManualClock
 from seglog.core.isolation import IsolationLevel
 from seglog.engine.log import FetchRanges, Log, fetch_ranges
 from seglog.engine.log_manager import LogManager, open_log_dirs
-from seglog.errors import OffsetOutOfRangeError
+from seglog.errors import OffsetOutOfRangeError, UnreadableFileError
 from seglog.format.builder import BatchBuilder
 from seglog.format.compression import CompressionType
 from seglog.format.control import ControlRecordType, decode_control_key
@@ -305,6 +305,9 @@ def test_read_committed_stops_at_the_lso_with_the_aborted_transactions(
                 assert got == want
     with log.fetch_file_ranges(0, 1 << 20, isolation_level=COMMITTED) as res:
         assert res.aborted_transactions and {t.producer_id for t in res.aborted_transactions} == {2}
+    with log.fetch_file_ranges(0, 1 << 20) as res:  # read_uncommitted: past the LSO
+        assert res.next_offset == res.high_watermark > res.last_stable_offset == lso
+        assert res.aborted_transactions is None
     with log.fetch_file_ranges(lso, isolation_level=COMMITTED) as res:  # between LSO and HW
         assert res.ranges == () and res.aborted_transactions == ()
     log.close()
@@ -389,3 +392,11 @@ def test_the_end_of_a_range_jumps_through_the_offset_index(
         check_fetch(log, fetch_offset, max_bytes)
         assert len(reads) < 200, len(reads)
     log.close()
+
+
+def test_a_closed_log_is_an_error_naming_a_segment(tmp_path: Path, clock: ManualClock) -> None:
+    log = open_log(tmp_path, clock)
+    fill(log, clock, 3)
+    log.close()
+    with pytest.raises(UnreadableFileError, match=r"00000000000000000000\.log: segments of "):
+        log.fetch_file_ranges(0)

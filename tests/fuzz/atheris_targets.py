@@ -9,7 +9,8 @@ decoded, the columnar scanner), ``index`` (``.index`` / ``.timeindex`` / ``.txni
 parsers and checks), ``checkpoints`` (offset, leader-epoch, partition.metadata,
 meta.properties, clean-shutdown, Java properties, ``seglog-topics.json`` and the cleaner
 history), ``produce_json`` (``seglog produce --format json`` lines), ``config`` (topic
-overrides and broker properties from properties text).
+overrides and broker properties from properties text), ``request_decoder`` (Kafka request
+frames: ``FrameReader``, request headers and every request body the protocol layer knows).
 
 Usage (atheris is in the ``reliability`` extra; ``make reliability`` installs it)::
 
@@ -118,12 +119,42 @@ def fuzz_config(data: bytes) -> None:
             build(props)
 
 
+def fuzz_request_decoder(data: bytes) -> None:
+    """Kafka request frames as the server reads them: ``FrameReader`` over the bytes as a
+    stream, ``decode_request(...).decode_body()`` on each frame and on the bytes as one frame,
+    and the first two bytes choosing a served API version whose body the rest is."""
+    import struct
+
+    from seglog.protocol import codec
+    from seglog.protocol.framing import REQUESTS, FrameReader, decode_request
+
+    frames = [data]
+    with contextlib.suppress(SeglogError):
+        frames += FrameReader(1 << 16).feed(data)
+    for frame in frames:
+        with contextlib.suppress(SeglogError):
+            decode_request(frame).decode_body()
+    if len(data) >= 2:
+        keys = sorted(REQUESTS)
+        spec = REQUESTS[keys[data[0] % len(keys)]]
+        low, high = spec.valid_versions
+        version = low + data[1] % (high - low + 1)
+        with contextlib.suppress(SeglogError):
+            codec.decode(spec.cls, data, version, offset=2)
+        header = struct.pack(">hhih", spec.api_key, version, 0, -1)
+        if spec.is_flexible(version):
+            header += b"\x00"
+        with contextlib.suppress(SeglogError):
+            decode_request(header + data[2:]).decode_body()
+
+
 TARGETS: dict[str, Target] = {
     "batches": fuzz_batches,
     "index": fuzz_index,
     "checkpoints": fuzz_checkpoints,
     "produce_json": fuzz_produce_json,
     "config": fuzz_config,
+    "request_decoder": fuzz_request_decoder,
 }
 
 

@@ -14,13 +14,10 @@ from serve_clients import CODECS, assert_all_read, every_reading, kcat_produce, 
 from serve_harness import ServeProcess
 from serve_python_clients import kafka_python_produce
 from serve_records import expected_records, sample_messages
-from serve_wire import WireClient, metadata_request
 
+from serve_wire import WireClient, metadata_request
 from support.kafka_oracle import kafka_python_view
 
-NEEDS_INIT_PRODUCER_ID = pytest.mark.xfail(
-    strict=True, reason="InitProducerId not yet on this branch"
-)
 BASE_TS = 1_700_000_000_000
 
 
@@ -32,7 +29,6 @@ def _producer_ids(server: ServeProcess, topic: str) -> set[int]:
     return ids
 
 
-@NEEDS_INIT_PRODUCER_ID
 @pytest.mark.parametrize("producer", ["confluent-kafka", "kafka-python", "aiokafka"])
 @pytest.mark.parametrize("codec", CODECS)
 def test_idempotent_producer_records_read_back_once(
@@ -51,7 +47,6 @@ def test_idempotent_producer_records_read_back_once(
     assert len(ids) == 1 and min(ids) >= 0, ids
 
 
-@NEEDS_INIT_PRODUCER_ID
 def test_kafka_python_default_producer_is_idempotent(serve: ServeProcess, kcat: str) -> None:
     messages = sample_messages(10, base_ts=BASE_TS, tag="default", null_headers=False)
     offsets = kafka_python_produce(serve.bootstrap, "kp-default", messages)
@@ -60,7 +55,6 @@ def test_kafka_python_default_producer_is_idempotent(serve: ServeProcess, kcat: 
     assert min(_producer_ids(serve, "kp-default")) >= 0
 
 
-@NEEDS_INIT_PRODUCER_ID
 def test_producer_ids_never_repeat_across_restarts(serve: ServeProcess) -> None:
     from seglog.protocol import messages
 
@@ -79,7 +73,6 @@ def test_producer_ids_never_repeat_across_restarts(serve: ServeProcess) -> None:
     assert len(before | after) == 6
 
 
-@NEEDS_INIT_PRODUCER_ID
 def test_kcat_idempotent_producer(serve: ServeProcess, kcat: str) -> None:
     lines = [(f"k{i}", f"value {i}") for i in range(25)]
     kcat_produce(

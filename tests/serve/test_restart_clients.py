@@ -12,15 +12,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import pytest
 from serve_clients import assert_all_read, every_reading
 from serve_harness import ServeProcess
 from serve_records import TIMEOUT_S, Rec, expected_records, headers_of, sample_messages
 
 BASE_TS = 1_700_000_000_000
-NEEDS_INIT_PRODUCER_ID = pytest.mark.xfail(
-    strict=True, reason="InitProducerId not yet on this branch"
-)
 
 
 def _produce(producer: Any, topic: str, messages: list[Any]) -> None:
@@ -58,7 +54,6 @@ def test_a_producer_carries_on_after_a_restart(serve: ServeProcess, kcat: str) -
     _restart_with_producer(serve, kcat, {"compression.type": "lz4"}, "carry-on")
 
 
-@NEEDS_INIT_PRODUCER_ID
 def test_an_idempotent_producer_carries_on_after_a_restart(serve: ServeProcess, kcat: str) -> None:
     _restart_with_producer(
         serve, kcat, {"enable.idempotence": True, "compression.type": "zstd"}, "carry-on-idem"

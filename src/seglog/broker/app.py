@@ -13,7 +13,23 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from seglog.broker.dispatch import Dispatcher
-from seglog.broker.handlers import api_versions, fetch, metadata, offsets, produce
+from seglog.broker.group_service import GroupService
+from seglog.broker.groups.coordinator import GroupCoordinator
+from seglog.broker.groups.offsets_store import OFFSETS_TOPIC, OffsetsStore
+from seglog.broker.handlers import (
+    admin_topics,
+    api_versions,
+    cluster,
+    configs,
+    fetch,
+    group_admin,
+    group_membership,
+    group_offsets,
+    metadata,
+    offsets,
+    produce,
+    producer_ids,
+)
 from seglog.broker.net.server import KafkaServer
 from seglog.broker.registry import ApiHandler
 from seglog.broker.server_config import Listener, ServerConfig
@@ -33,6 +49,13 @@ def all_handlers() -> list[ApiHandler]:
         *produce.HANDLERS,
         *fetch.HANDLERS,
         *offsets.HANDLERS,
+        *admin_topics.HANDLERS,
+        *configs.HANDLERS,
+        *cluster.HANDLERS,
+        *producer_ids.HANDLERS,
+        *group_membership.HANDLERS,
+        *group_offsets.HANDLERS,
+        *group_admin.HANDLERS,
     ]
 
 
@@ -50,19 +73,41 @@ async def run_server(
     on_ready: Callable[[list[Listener]], None],
 ) -> None:
     """Serve ``manager``'s logs until ``stop`` is set; see the module docstring."""
-    state = BrokerState(manager, config, cluster_id=cluster_id_of(manager))
+    groups = open_groups(manager, config)
+    state = BrokerState(manager, config, cluster_id=cluster_id_of(manager), groups=groups)
+    state.create_internal_topic = lambda name: (
+        name == OFFSETS_TOPIC and groups.ensure_offsets_topic()
+    )
+    state.on_topic_deleted.append(groups.topic_deleted)
     dispatcher = Dispatcher(state, all_handlers())
     server = KafkaServer(dispatcher, config)
     bound = await server.start()
     state.advertise(bound[0])
+    groups.start()
     on_ready(bound)
     try:
         await stop.wait()
     finally:
-        state.appends.close()  # long polls answer now rather than after their max_wait_ms
+        state.appends.close()  # parked long polls answer now, not at their max_wait_ms
         await server.stop()
+        await groups.stop()
         LOG.info(
             "served %d request(s) on %d connection(s)",
             server.stats.requests,
             server.stats.accepted,
         )
+
+
+def open_groups(manager: LogManager, config: ServerConfig) -> GroupService:
+    """The group coordinator with every group ``__consumer_offsets`` holds restored."""
+    store = OffsetsStore.open(manager)
+    service = GroupService(
+        GroupCoordinator(config.groups),
+        store,
+        now_ms=manager.clock.now_ms,
+        expiry_interval_ms=manager.broker.offsets_retention_check_interval_ms,
+    )
+    restored = service.restore()
+    if restored:
+        LOG.info("restored %d consumer group(s) from %s", restored, OFFSETS_TOPIC)
+    return service

@@ -40,7 +40,7 @@ class Dispatcher:
         self.registry = HandlerRegistry(handlers)
         state.advertised = self.registry.advertised()
 
-    async def dispatch(self, frame: bytes, client_host: str) -> Parts | None:
+    async def dispatch(self, frame: bytes | memoryview, client_host: str) -> Parts | None:
         """Handle one request frame (without its size prefix); see the module docstring."""
         try:
             api_key, version, correlation_id = peek_header(frame)

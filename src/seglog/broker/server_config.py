@@ -14,11 +14,10 @@ max.connections                        2147483647                  open client c
 connections.max.idle.ms                600000                      idle connections closed
 auto.create.topics.enable              true                        Metadata creates topics
 delete.topic.enable                    true                        DeleteTopics allowed
-group.initial.rebalance.delay.ms       3000                        first join of an empty group
-group.min.session.timeout.ms           6000                        session timeout bounds
-group.max.session.timeout.ms           1800000
-group.max.size                         2147483647                  members per group
 =====================================  ==========================  ==========================
+
+The consumer-group settings (``group.*``) are :class:`GroupConfig`'s; the ``offsets.*`` ones are
+storage settings (:class:`seglog.config.BrokerConfig`).
 
 Decision: ``listeners`` defaults to loopback (``127.0.0.1``), not Kafka's all-interfaces
 ``PLAINTEXT://:9092``: a development broker with no authentication should not be reachable
@@ -29,8 +28,9 @@ listener is refused with an error naming it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from seglog.broker.groups.group_config import GroupConfig
 from seglog.errors import InvalidConfigError
 
 INT32_MAX = 2**31 - 1
@@ -111,10 +111,7 @@ class ServerConfig:
     connections_max_idle_ms: int = 600_000
     auto_create_topics_enable: bool = True
     delete_topic_enable: bool = True
-    group_initial_rebalance_delay_ms: int = 3_000
-    group_min_session_timeout_ms: int = 6_000
-    group_max_session_timeout_ms: int = 1_800_000
-    group_max_size: int = INT32_MAX
+    groups: GroupConfig = field(default_factory=GroupConfig)
 
     @classmethod
     def from_properties(
@@ -136,15 +133,6 @@ class ServerConfig:
             connections_max_idle_ms=_int(props, "connections.max.idle.ms", 600_000, 1),
             auto_create_topics_enable=_bool(props, "auto.create.topics.enable", True),
             delete_topic_enable=_bool(props, "delete.topic.enable", True),
-            group_initial_rebalance_delay_ms=_int(
-                props, "group.initial.rebalance.delay.ms", 3_000, 0
-            ),
-            group_min_session_timeout_ms=_int(props, "group.min.session.timeout.ms", 6_000, 0),
-            group_max_session_timeout_ms=_int(props, "group.max.session.timeout.ms", 1_800_000, 0),
-            group_max_size=_int(props, "group.max.size", INT32_MAX, 1),
+            groups=GroupConfig.from_properties(props),
         )
-        if config.group_min_session_timeout_ms > config.group_max_session_timeout_ms:
-            raise InvalidConfigError(
-                "group.min.session.timeout.ms must not exceed group.max.session.timeout.ms"
-            )
         return config

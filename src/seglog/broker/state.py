@@ -18,10 +18,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from seglog.broker.server_config import Listener, ServerConfig
-from seglog.errors import UnknownTopicError
+from seglog.errors import InvalidTopicError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition
 
 if TYPE_CHECKING:
+    from seglog.broker.group_service import GroupService
     from seglog.engine.log.partition_log import Log
     from seglog.engine.log_manager import LogManager
 
@@ -45,27 +46,28 @@ class AppendWaiters:
 
     A waiter registers an :class:`asyncio.Event` under each partition it reads; an append to a
     partition sets every event registered there. Events are removed by the waiter when its wait
-    ends, whether woken or timed out, so the map holds only live waits. :meth:`close` (the
-    server is stopping) wakes every waiter and makes later waits return at once, so a long poll
-    never holds up a shutdown.
+    ends, whether woken or timed out, so the map holds only live waits.
     """
 
     def __init__(self) -> None:
         self._events: dict[TopicPartition, set[asyncio.Event]] = {}
         self.closed = False
 
+    def notify(self, tp: TopicPartition) -> None:
+        for event in self._events.get(tp, ()):
+            event.set()
+
     def close(self) -> None:
+        """The server is stopping: wake every wait, and let no new one start (long polls are
+        answered with what there is, so shutdown never waits out a ``max_wait_ms``)."""
         self.closed = True
         for events in self._events.values():
             for event in events:
                 event.set()
 
-    def notify(self, tp: TopicPartition) -> None:
-        for event in self._events.get(tp, ()):
-            event.set()
-
     async def wait(self, partitions: Iterable[TopicPartition], timeout_s: float) -> bool:
-        """Wait until one of ``partitions`` is appended to or ``timeout_s`` passes."""
+        """Wait until one of ``partitions`` is appended to or ``timeout_s`` passes (at once
+        when closed)."""
         if self.closed:
             return False
         event = asyncio.Event()
@@ -100,8 +102,11 @@ class RequestContext:
 class BrokerState:
     """The shared state of the server (see the module docstring)."""
 
-    def __init__(self, manager: LogManager, config: ServerConfig, *, cluster_id: str) -> None:
+    def __init__(
+        self, manager: LogManager, config: ServerConfig, *, cluster_id: str, groups: GroupService
+    ) -> None:
         self.manager = manager
+        self.groups = groups
         self.config = config
         self.node_id = manager.broker.node_id
         self.cluster_id = cluster_id
@@ -112,12 +117,17 @@ class BrokerState:
         # Creates an internal topic with its own settings (``__consumer_offsets``) or returns
         # False: set by the group coordinator's wiring; auto-creation never makes them.
         self.create_internal_topic: Callable[[str], bool] = lambda name: False
+        # Called with a topic's name after DeleteTopics deleted it (e.g. to write tombstones
+        # for the committed offsets of its partitions): set by the group coordinator's wiring.
+        self.on_topic_deleted: list[Callable[[str], None]] = []
 
     def log_of(self, topic: str, partition: int) -> Log | None:
-        """The partition's log, or None when the topic or partition is not here."""
+        """The partition's log, or None when the topic or partition is not here (a partition
+        number no topic can have, e.g. negative, is not here either: Kafka answers
+        UNKNOWN_TOPIC_OR_PARTITION for it)."""
         try:
             return self.manager.get_log(topic, partition)
-        except UnknownTopicError:
+        except (UnknownTopicError, InvalidTopicError):
             return None
 
     def advertise(self, bound: Listener) -> None:

@@ -124,6 +124,7 @@ def validate_append(
     now_ms: int,
     where: str,
     defer_crc: bool = False,
+    leader_epoch: int = LEADER_EPOCH,
 ) -> ValidatedAppend:
     """Check every batch of a producer's chunk and assign offsets in a private copy.
 
@@ -133,7 +134,9 @@ def validate_append(
     batch that fails them is examined again for the exact error (:func:`_refusal`). With
     ``defer_crc`` the CRCs are left to :func:`check_batch_crcs` (``crc_deferred`` says so);
     it is ignored, and every CRC checked here, when the append needs record checks or
-    rewrites its batches (``LogAppendTime``).
+    rewrites its batches (``LogAppendTime``). Each batch is stamped with ``leader_epoch``
+    (the log's current one: a broker's copied log may be past epoch 0, and epochs never go
+    down in a log).
     """
     log_append = config.message_timestamp_type == "LogAppendTime"
     defer_crc = defer_crc and not log_append and not needs_record_checks(config)
@@ -169,10 +172,10 @@ def validate_append(
         if not defer_crc and crc32c(view[position + ATTRIBUTES_OFFSET : end]) != crc:
             raise _corrupt(where, position, f"batch CRC mismatch (stored {crc})")
         if not log_append:
-            add_buffer(pack_prefix(next_offset, length, LEADER_EPOCH))
+            add_buffer(pack_prefix(next_offset, length, leader_epoch))
             add_buffer(view[position + _PREFIX_BYTES : end])
         else:
-            _OFFSET_AND_LENGTH_AND_EPOCH.pack_into(out, position, next_offset, length, LEADER_EPOCH)
+            _OFFSET_AND_LENGTH_AND_EPOCH.pack_into(out, position, next_offset, length, leader_epoch)
             batch = view[position:end]
             batch_max = now_ms
             _INT16.pack_into(batch, ATTRIBUTES_OFFSET, attributes | TIMESTAMP_TYPE_MASK)

@@ -77,6 +77,7 @@ from seglog.engine.node_startup import (
     remove_pending_deletes,
     schedule_node_tasks,
 )
+from seglog.engine.producer_ids import ProducerIdManager
 from seglog.engine.progress import ProgressCallback
 from seglog.engine.retention_counters import RetentionCounters
 from seglog.engine.run_history import RunHistory
@@ -100,6 +101,7 @@ from seglog.storage.compacted_copy import CompactionStatus
 from seglog.storage.loader import LoadReport
 from seglog.storage.log_dir import LogDirectory, TopicsFile
 from seglog.storage.partition_dirs import list_partition_dirs
+from seglog.storage.producer_id_block import read_next_block_start
 from seglog.storage.segment import LogSegment
 from seglog.storage.side_threads import SideThreads
 
@@ -158,6 +160,7 @@ class LogManager:
         self._start_scheduler = start_scheduler
         self._progress = progress  # startup: (partitions opened, partitions found)
         self._progress_total = 0
+        self._producer_ids: ProducerIdManager | None = None  # made by producer_ids
         self.retention_counters = RetentionCounters()  # for the metrics
         # Segments renamed .deleted and waiting for file.delete.delay.ms: their files are
         # closed at shutdown (the .deleted files themselves are removed at the next startup).
@@ -358,6 +361,29 @@ class LogManager:
         open transaction (Kafka's periodic producer expiration check); returns how many."""
         return sum(log.remove_expired_producers() for log in list(self._logs.values()))
 
+    @property
+    def producer_ids(self) -> ProducerIdManager:
+        """InitProducerId's producer ids, never repeated (:mod:`seglog.engine.producer_ids`):
+        the mark lives in the first root; the first block starts above every root's mark (a
+        reordered ``log.dirs`` cannot repeat ids) and every producer id in the logs'
+        producer state. Made on first use; a read-only manager has none."""
+        self._check_writable()
+        with self._lock:
+            if self._producer_ids is None:
+                roots = [root.directory.path for root in self._roots]
+
+                def floor() -> int:
+                    marks = [read_next_block_start(path) for path in roots]
+                    known = [
+                        pid
+                        for log in list(self._logs.values())
+                        for pid in log.producer_state.producers()
+                    ]
+                    return max([*marks, max(known, default=-1) + 1])
+
+                self._producer_ids = ProducerIdManager(roots[0], floor=floor)
+            return self._producer_ids
+
     # --- topics and configs (seglog.engine.topics) ------------------------------------------
     @property
     def catalogue(self) -> TopicCatalogue:
@@ -419,11 +445,17 @@ class LogManager:
         )
 
     def create_topic(
-        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str] | None = None,
+        *,
+        internal: bool = False,
     ) -> TopicDescription:
         """Create a topic with ``partitions`` partitions and config overrides (crash-safe:
-        see :mod:`seglog.engine.topics`)."""
-        return self._topic_ops.create_topic(name, partitions, configs)
+        see :mod:`seglog.engine.topics`); ``internal``: Kafka's internal topics are allowed
+        (the broker's own ``__consumer_offsets``)."""
+        return self._topic_ops.create_topic(name, partitions, configs, internal=internal)
 
     def increase_partitions(self, name: str, count: int) -> TopicDescription:
         """Raise a topic's partition count to ``count``, creating the new partitions (an

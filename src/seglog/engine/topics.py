@@ -60,6 +60,7 @@ from seglog.errors import (
 )
 from seglog.format.checkpoint import new_topic_id
 from seglog.format.topic_names import (
+    INTERNAL_TOPICS,
     PartitionDirKind,
     TopicPartition,
     check_new_topic_name,
@@ -262,9 +263,15 @@ class Topics:
 
     # --- operations -----------------------------------------------------------------------------
     def create_topic(
-        self, name: str, partitions: int, configs: Mapping[str, str] | None = None
+        self,
+        name: str,
+        partitions: int,
+        configs: Mapping[str, str] | None = None,
+        *,
+        internal: bool = False,
     ) -> TopicDescription:
-        """Create a topic with ``partitions`` partitions and config overrides."""
+        """Create a topic with ``partitions`` partitions and config overrides; ``internal``
+        lets the broker create one of Kafka's internal topics (``__consumer_offsets``)."""
         with self._lock:
             self._check_writable()
             validate_topic_name(name)
@@ -276,7 +283,8 @@ class Topics:
             existing = self.topic_names()
             if name in existing:
                 raise TopicExistsError(f"topic {name!r} already exists")
-            check_new_topic_name(name, existing)  # internal names, '.'/'_' collisions
+            if not (internal and name in INTERNAL_TOPICS):
+                check_new_topic_name(name, existing)  # internal names, '.'/'_' collisions
             overrides = dict(configs or {})
             self.log_config(name, overrides)  # validates: raises InvalidConfigError
             meta = TopicMetadata(name, partitions, new_topic_id(), overrides)

@@ -434,9 +434,14 @@ def decode(
     after the message are an error, as a request frame holds exactly one message.
 
     Raises:
-        ProtocolDecodeError: truncated or malformed bytes, naming the message, version, position.
+        ProtocolDecodeError: truncated or malformed bytes, or a version outside the message's
+            valid versions, naming the message, version, position.
     """
     spec = spec_of(cls)
+    if not in_range(version, spec.valid_versions):
+        # Also bounds the compiled-reader cache to Kafka's versions, whatever a frame claims.
+        low, high = spec.valid_versions
+        raise ProtocolDecodeError(spec.name, version, offset, f"not a version of {low}-{high}")
     view = data if isinstance(data, memoryview) else memoryview(data)
     reader = struct_reader(cls, version, spec.is_flexible(version))
     try:

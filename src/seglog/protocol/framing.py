@@ -77,13 +77,19 @@ class Request:
     api_version: int
     correlation_id: int
     client_id: str | None
-    frame: bytes
+    frame: bytes | memoryview
     body_offset: int
 
     def decode_body(self) -> Any:
-        """The request body as its message value (raises ProtocolDecodeError when malformed)."""
+        """The request body as its message value (raises ProtocolDecodeError when malformed).
+
+        Bytes after the body are ignored, as Kafka's request parsing ignores them (librdkafka
+        2.16 sends some Metadata v12 requests with trailing bytes that Kafka accepts).
+        """
         spec = REQUESTS[self.api_key]
-        value, _ = codec.decode(spec.cls, self.frame, self.api_version, offset=self.body_offset)
+        value, _ = codec.decode(
+            spec.cls, self.frame, self.api_version, offset=self.body_offset, whole=False
+        )
         return value
 
 
@@ -91,7 +97,7 @@ class UnknownApiError(ProtocolDecodeError):
     """A request naming an API key seglog has no message definition for."""
 
 
-def peek_header(frame: bytes) -> tuple[int, int, int]:
+def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
     """``(api_key, api_version, correlation_id)`` of a frame, without parsing the rest.
 
     Raises:
@@ -106,7 +112,7 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
     return api_key, api_version, correlation_id
 
 
-def decode_request(frame: bytes, version_known: bool = True) -> Request:
+def decode_request(frame: bytes | memoryview, version_known: bool = True) -> Request:
     """Parse a request frame's header (v1 or v2 as the request version says).
 
     The header version is chosen by the request's flexibility, which is only defined for API

@@ -173,8 +173,8 @@ async def handle(
     while True:
         read = _read_all(state, request, isolation)
         remaining = deadline - time.monotonic()
-        done = read.bytes >= request.min_bytes or read.error or not partitions
-        if done or remaining <= 0 or state.appends.closed:
+        done = remaining <= 0 or not partitions or state.appends.closed  # closed: stopping
+        if read.bytes >= request.min_bytes or read.error or done:
             return FetchResponse(error_code=0, session_id=0, responses=read.topics)
         read.close()
         await state.appends.wait(partitions, remaining)

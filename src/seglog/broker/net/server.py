@@ -9,15 +9,26 @@ as Kafka's ``SocketServer`` applies them:
 * ``max.connections``: a connection above it is closed at once.
 * ``queued.max.requests``: at most that many requests are being handled at once across all
   connections; a connection whose request finds no room waits (it is not read meanwhile).
-* ``connections.max.idle.ms``: a connection with no request for that long is closed.
+  Requests that wait on other clients (:data:`PARKING_API_KEYS`: a Fetch long poll waits for
+  a Produce, JoinGroup and SyncGroup for the other members) take no slot, as Kafka parks them
+  in purgatory outside its request queue: holding one would deadlock the limit against the very
+  request that ends the wait. Their number is still bounded, by the connections (one request
+  in flight per connection).
+* ``connections.max.idle.ms``: a connection with no traffic for that long is closed, between
+  requests or halfway through one (a client stalled mid-frame idles out too), or while its
+  response waits that long to be taken (a client that does not read: its connection is aborted
+  rather than closed: reset, as a close would go on delivering the unread bytes).
 * a client that vanishes mid-request (EOF, reset) only ends its own connection.
 
-Responses are written as parts: bytes with ``transport.write``, file ranges with
-``loop.sendfile`` (``os.sendfile`` underneath), so record bytes go from the page cache to the
-socket without passing through Python.
+Requests are read by :class:`FrameProtocol` straight into a reused buffer (a request body is
+never copied in the process). Responses are written as parts: bytes with
+``transport.write``, file ranges with ``loop.sendfile`` (``os.sendfile`` underneath), so record
+bytes go from the page cache to the socket without passing through Python.
 
 Shutdown (:meth:`KafkaServer.stop`): the listening sockets close, idle connections close, every
-request already being handled is answered, then the connections close.
+request already being handled is answered, then the connections close. A connection still busy
+after :data:`SHUTDOWN_GRACE_S` (a client that does not read its responses, so the write never
+ends) is aborted: shutdown never waits on a client.
 """
 
 from __future__ import annotations
@@ -28,13 +39,25 @@ import logging
 import socket
 import struct
 from dataclasses import dataclass, field
+from typing import Any
 
 from seglog.broker.dispatch import CloseConnection, Dispatcher, Parts
 from seglog.broker.file_records import FileRange, FileRangesRecords
+from seglog.broker.net.frame_protocol import FrameProtocol
 from seglog.broker.server_config import Listener, ServerConfig
 
 LOG = logging.getLogger("seglog.serve")
 _SIZE = struct.Struct(">i")
+
+
+SHUTDOWN_GRACE_S = 10.0
+# Fetch (1), JoinGroup (11), SyncGroup (14): requests that may wait for other clients' requests.
+PARKING_API_KEYS = frozenset({1, 11, 14})
+
+
+def _parks(frame: bytes | memoryview) -> bool:
+    """Whether a request frame's API (its first two bytes) may park waiting for others."""
+    return len(frame) >= 2 and int.from_bytes(frame[:2], "big", signed=True) in PARKING_API_KEYS
 
 
 @dataclass(slots=True, eq=False)
@@ -65,20 +88,22 @@ class KafkaServer:
         self.config = config
         self._servers: list[asyncio.Server] = []
         self._connections: set[_Connection] = set()
+        self._accepting: set[asyncio.Task[None]] = set()
         self._request_slots = asyncio.Semaphore(config.queued_max_requests)
+        self._no_slot: contextlib.AbstractAsyncContextManager[None] = contextlib.nullcontext()
         self._stopping = False
         self.stats = ServerStats()
         self.bound: list[Listener] = []
 
     async def start(self) -> list[Listener]:
         """Bind every listener (port 0: a free port); returns the bound addresses."""
+        loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
-            server = await asyncio.start_server(
-                self._accept,
+            server = await loop.create_server(
+                lambda: FrameProtocol(self._connected),
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,
-                limit=64 * 1024,
             )
             self._servers.append(server)
             sock = server.sockets[0]
@@ -96,11 +121,26 @@ class KafkaServer:
                 connection.task.cancel()
         tasks = [c.task for c in self._connections if c.task is not None]
         if tasks:
+            _, late = await asyncio.wait(tasks, timeout=SHUTDOWN_GRACE_S)
+            for connection in list(self._connections):
+                if connection.task in late:
+                    LOG.warning(
+                        "closing %s: still busy %.0f s into shutdown",
+                        connection.peer,
+                        SHUTDOWN_GRACE_S,
+                    )
+                    _abort(connection.writer)
+                    connection.task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
         for server in self._servers:
             await server.wait_closed()
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _connected(self, reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.ensure_future(self._accept(reader, writer))
+        self._accepting.add(task)
+        task.add_done_callback(self._accepting.discard)
+
+    async def _accept(self, reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         host = peer[0] if isinstance(peer, tuple) else "unknown"
         if self._stopping or len(self._connections) >= self.config.max_connections:
@@ -125,12 +165,12 @@ class KafkaServer:
             with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
                 await writer.wait_closed()
 
-    async def _serve(self, connection: _Connection, reader: asyncio.StreamReader) -> None:
+    async def _serve(self, connection: _Connection, reader: FrameProtocol) -> None:
         idle_s = self.config.connections_max_idle_ms / 1000
         limit = self.config.socket_request_max_bytes
         while not self._stopping:
             try:
-                prefix = await asyncio.wait_for(reader.readexactly(4), idle_s)
+                prefix = await reader.readexactly(4, timeout=idle_s)
             except TimeoutError:
                 self.stats.closed_idle += 1
                 return
@@ -144,10 +184,19 @@ class KafkaServer:
                     limit,
                 )
                 return
-            frame = await reader.readexactly(size)
+            try:
+                # Under the idle limit too: a client stalled halfway through a frame idles
+                # out like a silent one instead of holding its connection and buffer forever.
+                frame = await reader.readexactly(size, timeout=idle_s)
+            except TimeoutError:
+                self.stats.closed_idle += 1
+                return
             connection.busy = True
             try:
-                async with self._request_slots:
+                slot: contextlib.AbstractAsyncContextManager[Any] = (
+                    self._no_slot if _parks(frame) else self._request_slots
+                )
+                async with slot:
                     self.stats.requests += 1
                     try:
                         parts = await self.dispatcher.dispatch(frame, connection.peer)
@@ -156,9 +205,25 @@ class KafkaServer:
                         LOG.info("closing %s: %s", connection.peer, reason)
                         return
                 if parts is not None:
-                    await _write_parts(connection.writer, parts)
+                    try:
+                        await _write_parts(connection.writer, parts, idle_s)
+                    except TimeoutError:
+                        self.stats.closed_idle += 1
+                        LOG.info("closing %s: it does not read its responses", connection.peer)
+                        _abort(connection.writer)
+                        return
             finally:
                 connection.busy = False
+
+
+def _abort(writer: asyncio.StreamWriter) -> None:
+    """Drop a connection whose client does not read: reset it (SO_LINGER 0) so that neither
+    asyncio nor the kernel goes on trying to deliver the unread bytes."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
 
 
 async def _send_range(
@@ -169,8 +234,13 @@ async def _send_range(
         await loop.sendfile(writer.transport, handle, file_range.position, file_range.size)
 
 
-async def _write_parts(writer: asyncio.StreamWriter, parts: Parts) -> None:
-    """Write a response frame: bytes directly, file ranges with sendfile, in order."""
+async def _write_parts(writer: asyncio.StreamWriter, parts: Parts, idle_s: float) -> None:
+    """Write a response frame: bytes directly, file ranges with sendfile, in order.
+
+    Raises:
+        TimeoutError: one step of the write (a drain, one file range) took longer than
+            ``idle_s``: the client is not reading its responses.
+    """
     loop = asyncio.get_running_loop()
     try:
         pending = bytearray()
@@ -183,13 +253,16 @@ async def _write_parts(writer: asyncio.StreamWriter, parts: Parts) -> None:
                 pending.clear()
             if isinstance(part, FileRangesRecords):
                 for file_range in part.ranges:
-                    await writer.drain()
-                    await _send_range(loop, writer, file_range)
+                    async with asyncio.timeout(idle_s):
+                        await writer.drain()
+                    async with asyncio.timeout(idle_s):
+                        await _send_range(loop, writer, file_range)
             else:
                 raise TypeError(f"cannot send records of type {type(part).__name__}")
         if pending:
             writer.write(bytes(pending))
-        await writer.drain()
+        async with asyncio.timeout(idle_s):
+            await writer.drain()
     finally:
         for part in parts:
             if isinstance(part, FileRangesRecords):

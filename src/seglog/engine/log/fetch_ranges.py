@@ -103,7 +103,8 @@ class FetchRanges:
     """A Fetch answer for one partition: offsets, aborted transactions, file ranges.
 
     Fields: ``fetch_offset``; ``high_watermark`` (the log end offset on one node);
-    ``last_stable_offset``; ``log_start_offset``; ``aborted_transactions``: ``None`` for
+    ``last_stable_offset`` (whatever the isolation level, as Fetch v4+ reports it);
+    ``log_start_offset``; ``aborted_transactions``: ``None`` for
     ``read_uncommitted``, else every aborted transaction overlapping
     ``[fetch_offset, next_offset)`` (``last_offset >= fetch_offset`` and ``first_offset <
     next_offset``), earliest first; ``ranges``; ``size_bytes`` (their total);
@@ -261,6 +262,7 @@ def plan_fetch(
     read in that order; ``aborted(start, end)`` lists the aborted transactions overlapping
     ``[start, end)``.
     """
+    closed = ""
     for _ in range(PLAN_ATTEMPTS):
         view, start, high_watermark, lso = snapshot()
         lso = min(lso, high_watermark)
@@ -272,7 +274,8 @@ def plan_fetch(
         bound = lso if read_committed else high_watermark
         try:
             ranges = _plan_ranges(view, fetch_offset, max_bytes, bound, min_one_batch)
-        except _SegmentClosed:
+        except _SegmentClosed as exc:
+            closed = str(exc)
             continue
         next_offset = ranges[-1].last_offset + 1 if ranges else fetch_offset
         txns = tuple(aborted(fetch_offset, next_offset)) if read_committed and ranges else None
@@ -285,14 +288,15 @@ def plan_fetch(
             ranges=ranges,
         )
     raise UnreadableFileError(
-        f"the segments of {topic_partition} kept closing while a fetch was planned (is the "
-        "log closed?)",
-        path=str(topic_partition),
+        f"segments of {topic_partition} kept closing while a fetch was planned (is the log "
+        "closed?)",
+        path=closed,
     )
 
 
 class _SegmentClosed(Exception):
-    """Internal: a segment of the plan's view closed before its descriptor was taken."""
+    """Internal: a segment of the plan's view closed before its descriptor was taken (the
+    argument: its ``.log`` path)."""
 
 
 def _plan_ranges(
@@ -333,7 +337,7 @@ def _plan_segment(
     try:
         fd = segment.dup_read_fd()
     except UnreadableFileError:
-        raise _SegmentClosed from None
+        raise _SegmentClosed(str(segment.log_path)) from None
     file = io.FileIO(fd, "rb", closefd=True)
     try:
         headers = _Headers(fd, segment.log_path, size)

@@ -268,6 +268,7 @@ class Log(LogTruncation, LogRetention, LogCleanerView, LogServing):
                 now_ms=now_ms,
                 where=self._append_where,
                 defer_crc=pipelined,
+                leader_epoch=max(LEADER_EPOCH, self._epochs[-1].epoch if self._epochs else 0),
             )
             size = checked.size
             if size > self.config.segment_bytes:

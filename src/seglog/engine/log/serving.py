@@ -65,8 +65,7 @@ class LogServing(LogTransactions):
         def snapshot() -> tuple[SegmentView, int, int, int]:
             view = self._list.view
             start, high_watermark = self.log_start_offset, self.log_end_offset
-            lso = self.last_stable_offset if committed else high_watermark
-            return view, start, high_watermark, lso
+            return view, start, high_watermark, self.last_stable_offset
 
         return plan_fetch(
             snapshot,

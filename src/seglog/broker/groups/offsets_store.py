@@ -1,0 +1,396 @@
+"""The ``__consumer_offsets`` store: committed offsets and group metadata over a LogManager.
+
+**The topic.** ``__consumer_offsets`` is created on first write, as Kafka's coordinator does,
+with ``offsets.topic.num.partitions`` partitions (50) and the configs Kafka gives it:
+``cleanup.policy=compact``, ``compression.type=producer``, ``segment.bytes`` =
+``offsets.topic.segment.bytes`` (104857600). All of a group's records go to one partition,
+``group_partition(group, offsets.topic.num.partitions)`` (Kafka's ``partitionFor``), except
+for a group loaded from another partition (a directory written with another partition count):
+its records keep going where they were found, so tombstones shadow what they delete. When the
+topic exists whole with another partition count, that count is used (an offline tool run
+without the server's ``server.properties`` still finds the server's groups' partitions).
+
+**Writes** (record formats: :mod:`seglog.format.group_records`; each a magic 2 batch,
+CreateTime ``now_ms``, no producer id, uncompressed as Kafka's
+``offsets.topic.compression.codec`` default):
+
+* :meth:`OffsetsStore.commit`: one OffsetCommit record per partition, all in **one batch**;
+* :meth:`OffsetsStore.store_group`: one GroupMetadata record (the coordinator's view);
+* :meth:`OffsetsStore.delete_group`, :meth:`OffsetsStore.delete_offsets`,
+  :meth:`OffsetsStore.topic_deleted`, :meth:`OffsetsStore.expire_offsets`: tombstones (null
+  values) that seglog's cleaner later removes (after ``delete.retention.ms``).
+
+**Crash safety.** A commit (or a group's tombstones) is one batch appended with one
+``Log.append``: after a crash, start-up recovery keeps the whole batch or truncates it away
+(its CRC covers every record), so a commit is atomic by construction; no other file is
+written. The memory view changes only after the append returned, so it always equals what a
+reload would give. A deletion larger than one batch (``max.message.bytes``) is written in
+several batches, each atomic; a crash between them leaves some tombstones unwritten, which the
+next deletion or expiry writes again.
+
+**Load** (:meth:`OffsetsStore.load`, at start-up): every partition of the topic present here
+is replayed from its log start offset: the last value of a key wins, a tombstone deletes it,
+records of aborted transactions are left out (those of a transaction still open, a
+``TxnOffsetCommit`` of a copied broker's, are applied: Kafka holds them pending until their
+marker, which seglog's store never sees written), key types seglog does not read (KIP-848, share
+groups) are skipped, as Kafka's loader does. A record that does not parse stops the load with
+:class:`~seglog.errors.CorruptGroupRecordError` naming the partition and offset (Kafka stops
+loading the partition there too). A real broker's partitions load the same way.
+
+Time is always given (``now_ms``); nothing here reads a clock. The class is synchronous and
+not thread-safe: the server calls it from its one event loop; the CLI from one thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from seglog.broker.groups.offset_expiry import expired_offsets, group_is_removable
+from seglog.config import MS_PER_MINUTE, BrokerConfig
+from seglog.core.isolation import AbortedRanges
+from seglog.engine.log import Log
+from seglog.engine.log.reads import iter_records
+from seglog.engine.log_manager import LogManager
+from seglog.errors import CorruptGroupRecordError, RecordTooLargeError, UnknownTopicError
+from seglog.format.builder import BatchBuilder
+from seglog.format.group_records import (
+    NO_LEADER_EPOCH,
+    NO_TIMESTAMP,
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_record,
+    encode_group_metadata_value,
+    encode_key,
+    encode_offset_commit_value,
+    group_partition,
+)
+from seglog.format.topic_names import TopicPartition
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsSettings:
+    """The broker settings the store follows (``offsets.*``)."""
+
+    num_partitions: int = 50
+    segment_bytes: int = 104_857_600
+    retention_ms: int = 10080 * MS_PER_MINUTE
+    metadata_max_bytes: int = 4096
+
+    @classmethod
+    def from_broker(cls, broker: BrokerConfig) -> OffsetsSettings:
+        """The settings of a ``server.properties``."""
+        return cls(
+            broker.offsets_topic_num_partitions,
+            broker.offsets_topic_segment_bytes,
+            broker.offsets_retention_minutes * MS_PER_MINUTE,
+            broker.offset_metadata_max_bytes,
+        )
+
+    def topic_configs(self) -> dict[str, str]:
+        """The configs ``__consumer_offsets`` is created with."""
+        return {
+            "cleanup.policy": "compact",
+            "compression.type": "producer",
+            "segment.bytes": str(self.segment_bytes),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetAndMetadata:
+    """What a client commits for one partition (a null metadata is committed as ``""``)."""
+
+    offset: int
+    leader_epoch: int = NO_LEADER_EPOCH
+    metadata: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSummary:
+    """What :meth:`OffsetsStore.load` replayed."""
+
+    partitions: int
+    records: int
+    skipped: int  # records of key types seglog does not read
+    groups: int
+    offsets: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiryResult:
+    """What :meth:`OffsetsStore.expire_offsets` deleted."""
+
+    offsets: dict[str, list[TopicPartition]]
+    groups: list[str]  # groups removed (Empty, no offsets left)
+
+
+class OffsetsStore:
+    """Committed offsets and group metadata, kept in ``__consumer_offsets`` (see the module
+    docstring). Build with :meth:`open` (loads) or the constructor then :meth:`load`."""
+
+    def __init__(self, manager: LogManager, settings: OffsetsSettings | None = None) -> None:
+        self.manager = manager
+        self.settings = settings or OffsetsSettings.from_broker(manager.broker)
+        self._offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
+        self._metadata: dict[str, GroupMetadataValue] = {}
+        self._home: dict[str, int] = {}  # the partition a loaded group's records are in
+        self._count: int | None = None  # partition_count(), once the topic exists
+
+    @classmethod
+    def open(cls, manager: LogManager, settings: OffsetsSettings | None = None) -> OffsetsStore:
+        """A store with every partition of ``__consumer_offsets`` here loaded."""
+        store = cls(manager, settings)
+        store.load()
+        return store
+
+    # --- queries ---------------------------------------------------------------------------------
+    def partition_count(self) -> int:
+        """The partition count groups are hashed over: the topic's own when its partitions
+        0..n-1 are all here (it was made with another ``offsets.topic.num.partitions``), else
+        ``offsets.topic.num.partitions`` (also for a broker's directory copied in part)."""
+        if self._count is None:
+            if not self._exists():
+                return self.settings.num_partitions
+            here = self.manager.partitions_of(OFFSETS_TOPIC)
+            whole = here and here == list(range(len(here)))
+            self._count = len(here) if whole else self.settings.num_partitions
+        return self._count
+
+    def partition_for(self, group: str) -> int:
+        """The ``__consumer_offsets`` partition holding ``group``'s records."""
+        home = self._home.get(group)
+        return group_partition(group, self.partition_count()) if home is None else home
+
+    def groups(self) -> list[str]:
+        """Every group with stored metadata or committed offsets, sorted."""
+        return sorted(set(self._metadata) | {g for g, offsets in self._offsets.items() if offsets})
+
+    def group_metadata(self, group: str) -> GroupMetadataValue | None:
+        """The group's last stored metadata, or None."""
+        return self._metadata.get(group)
+
+    def committed(
+        self, group: str, topics: Iterable[str] | None = None
+    ) -> dict[TopicPartition, OffsetCommitValue]:
+        """The group's committed offsets (of ``topics`` only, when given), by partition."""
+        offsets = self._offsets.get(group, {})
+        if topics is None:
+            return dict(offsets)
+        wanted = set(topics)
+        return {tp: value for tp, value in offsets.items() if tp.topic in wanted}
+
+    def is_metadata_too_large(self, metadata: str | None) -> bool:
+        """Whether a commit's metadata passes ``offset.metadata.max.bytes`` (Kafka compares
+        the Java string's length, in UTF-16 code units): OFFSET_METADATA_TOO_LARGE."""
+        if metadata is None:
+            return False
+        units = len(metadata.encode("utf-16-le", "surrogatepass")) // 2
+        return units > self.settings.metadata_max_bytes
+
+    # --- writes ----------------------------------------------------------------------------------
+    def commit(
+        self,
+        group: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        *,
+        now_ms: int,
+        expire_timestamp_ms: int | None = None,
+    ) -> dict[TopicPartition, OffsetCommitValue]:
+        """Commit ``offsets`` for ``group`` in one batch (atomic); returns what was stored.
+
+        ``expire_timestamp_ms`` (an OffsetCommit's ``retention_time_ms`` added to now) makes
+        the values v1, as Kafka writes them. Metadata longer than ``offset.metadata.max.bytes``
+        is the caller's to refuse per partition (OFFSET_METADATA_TOO_LARGE); a commit too
+        large for one batch raises :class:`~seglog.errors.RecordTooLargeError`.
+        """
+        expire = NO_TIMESTAMP if expire_timestamp_ms is None else expire_timestamp_ms
+        values = {
+            tp: OffsetCommitValue(om.offset, om.metadata, now_ms, om.leader_epoch, expire)
+            for tp, om in offsets.items()
+        }
+        if not values:
+            return {}
+        records = [
+            (
+                encode_key(OffsetCommitKey(group, tp.topic, tp.partition)),
+                encode_offset_commit_value(v),
+            )
+            for tp, v in values.items()
+        ]
+        self._append_one_batch(group, records, now_ms)
+        self._offsets.setdefault(group, {}).update(values)
+        return values
+
+    def store_group(self, group: str, metadata: GroupMetadataValue, *, now_ms: int) -> None:
+        """Write ``group``'s metadata (value v3), as the coordinator does on each change."""
+        record = (encode_key(GroupMetadataKey(group)), encode_group_metadata_value(metadata))
+        self._append_one_batch(group, [record], now_ms)
+        self._metadata[group] = metadata
+
+    def delete_group(self, group: str, *, now_ms: int) -> int:
+        """Tombstones for the group's metadata and every offset it committed; returns how
+        many were written (0: the group is unknown, nothing written)."""
+        offsets = self._offsets.get(group, {})
+        keys = [encode_key(OffsetCommitKey(group, tp.topic, tp.partition)) for tp in offsets]
+        if group in self._metadata:
+            keys.append(encode_key(GroupMetadataKey(group)))
+        if keys:
+            self._append_tombstones(self.partition_for(group), keys, now_ms)
+        self._offsets.pop(group, None)
+        self._metadata.pop(group, None)
+        return len(keys)
+
+    def delete_offsets(
+        self, group: str, partitions: Iterable[TopicPartition], *, now_ms: int
+    ) -> list[TopicPartition]:
+        """Tombstones for some of the group's offsets (OffsetDelete); returns those deleted."""
+        offsets = self._offsets.get(group, {})
+        gone = [tp for tp in dict.fromkeys(partitions) if tp in offsets]
+        if gone:
+            keys = [encode_key(OffsetCommitKey(group, tp.topic, tp.partition)) for tp in gone]
+            self._append_tombstones(self.partition_for(group), keys, now_ms)
+            for tp in gone:
+                del offsets[tp]
+        return gone
+
+    def topic_deleted(self, topic: str, *, now_ms: int) -> dict[str, list[TopicPartition]]:
+        """Tombstones for every offset committed on ``topic`` (the topic was deleted)."""
+        gone: dict[str, list[TopicPartition]] = {}
+        for group, offsets in list(self._offsets.items()):
+            tps = [tp for tp in offsets if tp.topic == topic]
+            if tps:
+                gone[group] = self.delete_offsets(group, tps, now_ms=now_ms)
+        return gone
+
+    def expire_offsets(
+        self, *, now_ms: int, states: Mapping[str, str] | None = None
+    ) -> ExpiryResult:
+        """Tombstones for expired offsets (Kafka's rule: :mod:`.offset_expiry`), then for the
+        metadata of groups left Empty without offsets. ``states``: live group states
+        (``Stable``, ``Empty``, ``PreparingRebalance``, ...) of the groups the coordinator
+        holds; others are judged by their stored metadata."""
+        states = states or {}
+        expired: dict[str, list[TopicPartition]] = {}
+        removed: list[str] = []
+        for group in self.groups():
+            metadata = self._metadata.get(group)
+            state = states.get(group)
+            offsets = self._offsets.get(group, {})
+            tps = expired_offsets(
+                offsets,
+                metadata,
+                now_ms=now_ms,
+                retention_ms=self.settings.retention_ms,
+                state=state,
+            )
+            if tps:
+                expired[group] = self.delete_offsets(group, tps, now_ms=now_ms)
+            if group_is_removable(metadata, len(self._offsets.get(group, {})), state=state):
+                self._append_tombstones(
+                    self.partition_for(group), [encode_key(GroupMetadataKey(group))], now_ms
+                )
+                self._metadata.pop(group, None)
+                removed.append(group)
+        return ExpiryResult(expired, removed)
+
+    # --- loading ---------------------------------------------------------------------------------
+    def load(self) -> LoadSummary:
+        """Replay every partition of ``__consumer_offsets`` here (see the module docstring);
+        what was in memory is replaced."""
+        self._offsets, self._metadata, self._home = {}, {}, {}
+        records = skipped = partitions = 0
+        for tp, log in sorted(self.manager.logs().items()):
+            if tp.topic != OFFSETS_TOPIC:
+                continue
+            partitions += 1
+            for offset, key, value in _committed_records(log):
+                records += 1
+                try:
+                    record = decode_record(key, value)
+                except CorruptGroupRecordError as exc:
+                    raise CorruptGroupRecordError(
+                        f"record at offset {offset} of {tp}: {exc.reason}", position=exc.position
+                    ) from exc
+                if isinstance(record.key, OffsetCommitKey):
+                    self._home.setdefault(record.key.group, tp.partition)
+                    self._apply_offset(record.key, record.value)
+                elif isinstance(record.key, GroupMetadataKey):
+                    self._home.setdefault(record.key.group, tp.partition)
+                    self._apply_metadata(record.key.group, record.value)
+                else:
+                    skipped += 1
+        offsets = sum(len(o) for o in self._offsets.values())
+        return LoadSummary(partitions, records, skipped, len(self.groups()), offsets)
+
+    def _apply_offset(self, key: OffsetCommitKey, value: object) -> None:
+        tp = TopicPartition(key.topic, key.partition)
+        if value is None:
+            self._offsets.get(key.group, {}).pop(tp, None)
+        else:
+            assert isinstance(value, OffsetCommitValue)
+            self._offsets.setdefault(key.group, {})[tp] = value
+
+    def _apply_metadata(self, group: str, value: object) -> None:
+        if value is None:
+            self._metadata.pop(group, None)
+        else:
+            assert isinstance(value, GroupMetadataValue)
+            self._metadata[group] = value
+
+    # --- appending -------------------------------------------------------------------------------
+    def _exists(self) -> bool:
+        return OFFSETS_TOPIC in self.manager.topic_names()
+
+    def _log(self, partition: int) -> Log:
+        """The log of one partition, creating the topic on first use."""
+        if not self._exists():
+            configs = self.settings.topic_configs()
+            self.manager.create_topic(
+                OFFSETS_TOPIC, self.settings.num_partitions, configs, internal=True
+            )
+        try:
+            return self.manager.get_log(OFFSETS_TOPIC, partition)
+        except UnknownTopicError:
+            raise UnknownTopicError(
+                f"{OFFSETS_TOPIC}-{partition} is not in these log directories (a copy of a "
+                "broker's directory without it?): the group's records cannot be written"
+            ) from None
+
+    def _append_one_batch(
+        self, group: str, records: Sequence[tuple[bytes, bytes | None]], now_ms: int
+    ) -> None:
+        log = self._log(self.partition_for(group))
+        limit = min(log.config.max_message_bytes, log.config.segment_bytes)
+        builder = BatchBuilder(max_batch_bytes=limit)
+        for key, value in records:
+            if not builder.try_append(now_ms, key, value, ()):
+                raise RecordTooLargeError(
+                    f"group {group!r}: {len(records)} records do not fit one batch of "
+                    f"{limit} bytes (max.message.bytes of {OFFSETS_TOPIC})"
+                )
+        log.append(builder.build())
+
+    def _append_tombstones(self, partition: int, keys: list[bytes], now_ms: int) -> None:
+        self._log(partition).append_records(((k, None) for k in keys), timestamp_ms=now_ms)
+
+
+def _committed_records(log: Log) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    """(offset, key, value) of every record of ``log`` not in an aborted transaction."""
+    start, end = log.log_start_offset, log.log_end_offset
+    aborted = AbortedRanges(log.aborted_transactions(start, end))
+    records = iter_records(
+        log,
+        start,
+        end,
+        max_bytes=1 << 20,
+        skip_corrupt=False,
+        on_skip=None,
+        check_gaps=False,
+        aborted=aborted,
+    )
+    for record in records:
+        yield record.offset, record.key, record.value

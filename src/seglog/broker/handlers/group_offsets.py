@@ -1,0 +1,196 @@
+"""OffsetCommit (key 8, v2-9) and OffsetFetch (key 9, v1-9): offsets in ``__consumer_offsets``.
+
+OffsetCommit: the group coordinator first decides whether the commit may be written
+(generation, member, group state: one error for every partition when not); then per partition
+an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION and metadata longer than
+``offset.metadata.max.bytes`` is OFFSET_METADATA_TOO_LARGE; the rest are appended as one batch
+(all of a commit or none) and only then answered. A null metadata is stored as ``""``. v2-4's
+``retention_time_ms`` other than -1 becomes the offset's expire timestamp (OffsetCommitValue
+v1), as Kafka 3.x writes it.
+
+OffsetFetch: v1-7 one group, v8+ a batch of groups; ``topics`` null (v2+) means every
+partition the group has committed; a partition without a commit answers offset -1, metadata
+``""``, leader epoch -1 and no error, as Kafka does. ``require_stable`` (v7+) needs nothing:
+offsets committed in transactions do not exist here.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from seglog.broker.groups.offsets_store import OffsetAndMetadata
+from seglog.broker.registry import ApiHandler
+from seglog.broker.state import BrokerState, RequestContext
+from seglog.errors import SeglogError
+from seglog.format.group_records import OffsetCommitValue
+from seglog.format.topic_names import TopicPartition
+from seglog.protocol.error_codes import ErrorCode
+from seglog.protocol.messages import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponseOffsetCommitResponsePartition,
+    OffsetCommitResponseOffsetCommitResponseTopic,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponseOffsetFetchResponseGroup,
+    OffsetFetchResponseOffsetFetchResponsePartition,
+    OffsetFetchResponseOffsetFetchResponsePartitions,
+    OffsetFetchResponseOffsetFetchResponseTopic,
+    OffsetFetchResponseOffsetFetchResponseTopics,
+)
+
+NO_OFFSET = -1
+LOG = logging.getLogger("seglog.serve.groups")
+
+
+def _commit_answer(
+    request: OffsetCommitRequest, error_of: dict[tuple[str, int], ErrorCode]
+) -> OffsetCommitResponse:
+    return OffsetCommitResponse(
+        topics=[
+            OffsetCommitResponseOffsetCommitResponseTopic(
+                name=topic.name,
+                partitions=[
+                    OffsetCommitResponseOffsetCommitResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=int(error_of[(topic.name, p.partition_index)]),
+                    )
+                    for p in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ]
+    )
+
+
+async def offset_commit(
+    state: BrokerState, context: RequestContext, request: OffsetCommitRequest
+) -> OffsetCommitResponse:
+    service = state.groups
+    now = service.now_ms()
+    keys = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    if not request.group_id:
+        return _commit_answer(request, dict.fromkeys(keys, ErrorCode.INVALID_GROUP_ID))
+    if not service.ensure_offsets_topic():
+        return _commit_answer(request, dict.fromkeys(keys, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    error = service.coordinator.validate_offset_commit(
+        request.group_id,
+        request.generation_id_or_member_epoch,
+        request.member_id,
+        request.group_instance_id,
+        now,
+    )
+    if error is not ErrorCode.NONE:
+        return _commit_answer(request, dict.fromkeys(keys, error))
+    limit = service.store.settings.metadata_max_bytes
+    retention = request.retention_time_ms if 2 <= context.api_version <= 4 else -1
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    values: dict[TopicPartition, OffsetAndMetadata] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            key = TopicPartition(topic.name, p.partition_index)
+            metadata = p.committed_metadata or ""
+            if state.log_of(topic.name, p.partition_index) is None:
+                errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif len(metadata.encode("utf-8")) > limit:
+                errors[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                values[key] = OffsetAndMetadata(
+                    p.committed_offset, p.committed_leader_epoch, metadata
+                )
+    if values:
+        try:
+            service.store.commit(
+                request.group_id,
+                values,
+                now_ms=now,
+                expire_timestamp_ms=now + retention if retention >= 0 else None,
+            )
+            outcome = ErrorCode.NONE
+        except SeglogError as failure:
+            LOG.error("commit of group %s failed: %s", request.group_id, failure)
+            outcome = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        errors.update(dict.fromkeys(values, outcome))
+    return _commit_answer(request, errors)
+
+
+def _fetch_group(
+    state: BrokerState, group_id: str, wanted: list[tuple[str, list[int]]] | None
+) -> list[tuple[str, list[tuple[int, OffsetCommitValue | None]]]]:
+    committed = state.groups.store.committed(group_id)
+    if wanted is None:
+        by_topic: dict[str, list[tuple[int, OffsetCommitValue | None]]] = {}
+        for tp, value in sorted(committed.items()):
+            by_topic.setdefault(tp.topic, []).append((tp.partition, value))
+        return list(by_topic.items())
+    return [
+        (topic, [(p, committed.get(TopicPartition(topic, p))) for p in partitions])
+        for topic, partitions in wanted
+    ]
+
+
+async def offset_fetch(
+    state: BrokerState, context: RequestContext, request: OffsetFetchRequest
+) -> OffsetFetchResponse:
+    version = context.api_version
+    available = state.groups.ensure_offsets_topic()
+    if version < 8:
+        wanted = (
+            None
+            if request.topics is None
+            else [(t.name, list(t.partition_indexes)) for t in request.topics]
+        )
+        found = _fetch_group(state, request.group_id, wanted) if available else []
+        return OffsetFetchResponse(
+            error_code=int(ErrorCode.NONE if available else ErrorCode.COORDINATOR_NOT_AVAILABLE),
+            topics=[
+                OffsetFetchResponseOffsetFetchResponseTopic(
+                    name=topic,
+                    partitions=[
+                        OffsetFetchResponseOffsetFetchResponsePartition(
+                            partition_index=p,
+                            committed_offset=NO_OFFSET if v is None else v.offset,
+                            committed_leader_epoch=-1 if v is None else v.leader_epoch,
+                            metadata="" if v is None else v.metadata,
+                        )
+                        for p, v in partitions
+                    ],
+                )
+                for topic, partitions in found
+            ],
+        )
+    groups = []
+    for group in request.groups:
+        wanted = (
+            None
+            if group.topics is None
+            else [(t.name, list(t.partition_indexes)) for t in group.topics]
+        )
+        found = _fetch_group(state, group.group_id, wanted) if available else []
+        groups.append(
+            OffsetFetchResponseOffsetFetchResponseGroup(
+                group_id=group.group_id,
+                error_code=int(
+                    ErrorCode.NONE if available else ErrorCode.COORDINATOR_NOT_AVAILABLE
+                ),
+                topics=[
+                    OffsetFetchResponseOffsetFetchResponseTopics(
+                        name=topic,
+                        partitions=[
+                            OffsetFetchResponseOffsetFetchResponsePartitions(
+                                partition_index=p,
+                                committed_offset=NO_OFFSET if v is None else v.offset,
+                                committed_leader_epoch=-1 if v is None else v.leader_epoch,
+                                metadata="" if v is None else v.metadata,
+                            )
+                            for p, v in partitions
+                        ],
+                    )
+                    for topic, partitions in found
+                ],
+            )
+        )
+    return OffsetFetchResponse(groups=groups)
+
+
+HANDLERS = [ApiHandler(8, 2, 9, offset_commit), ApiHandler(9, 1, 9, offset_fetch)]
