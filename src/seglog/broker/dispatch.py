@@ -65,6 +65,8 @@ class Dispatcher:
         context = RequestContext(api_key, version, correlation_id, request.client_id, client_host)
         try:
             response = await handler.handle(self.state, context, body)
+        except CloseConnection:
+            raise  # the handler's own decision (an acks=0 produce that failed)
         except Exception as error:
             LOG.exception("API key %d v%d from %s failed", api_key, version, request.client_id)
             raise CloseConnection(f"handler failed: {error}") from error

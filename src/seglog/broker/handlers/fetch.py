@@ -10,6 +10,8 @@ order:
 * ``read_committed`` (``isolation_level`` 1, librdkafka's default) stops at the last stable
   offset and lists the aborted transactions of the bytes returned; ``read_uncommitted`` stops
   at the high watermark (the log end offset: one node);
+* a ``current_leader_epoch`` other than the log's (and not -1) gets UNKNOWN_LEADER_EPOCH
+  (above) or FENCED_LEADER_EPOCH (below), as Kafka checks it;
 * a fetch offset below the log start offset or above the high watermark gets
   OFFSET_OUT_OF_RANGE (the client resets through ListOffsets); at the high watermark, no
   records; an unknown partition, UNKNOWN_TOPIC_OR_PARTITION;
@@ -17,7 +19,11 @@ order:
   response missing one).
 
 Long polls: when fewer than ``min_bytes`` are available the request waits, up to
-``max_wait_ms``, for an append to one of its partitions, then reads again.
+``max_wait_ms``, for an append to one of its partitions, then reads again. A request with a
+partition in error (OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION, a storage error) is
+answered at once, as Kafka's ``errorReadingData`` does: the client must learn of it now (to
+reset its position, refresh metadata) rather than after ``max_wait_ms``. A server shutting down
+wakes every long poll, which answers with what it has.
 
 Fetch sessions (KIP-227) are refused: every response has ``session_id = 0``, which every client
 takes as "send full fetches"; a request naming a session (``session_id`` not 0) gets
@@ -32,6 +38,7 @@ from __future__ import annotations
 import time
 
 from seglog.broker.file_records import FileRangesRecords
+from seglog.broker.handlers.offsets import epoch_error
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import BrokerState, RequestContext
 from seglog.core.isolation import IsolationLevel
@@ -58,6 +65,7 @@ class _Read:
         self.topics: list[FetchResponseFetchableTopicResponse] = []
         self.bytes = 0
         self.records: list[FileRangesRecords] = []
+        self.error = False  # a partition's read failed: answer without waiting
 
     def close(self) -> None:
         for records in self.records:
@@ -77,6 +85,11 @@ def _read_partition(
     log = state.log_of(topic, index)
     if log is None:
         answer.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        answer.high_watermark = answer.last_stable_offset = answer.log_start_offset = -1
+        return answer
+    stale = epoch_error(log.leader_epoch, request.current_leader_epoch)
+    if stale is not None:
+        answer.error_code = int(stale)
         answer.high_watermark = answer.last_stable_offset = answer.log_start_offset = -1
         return answer
     committed = isolation is IsolationLevel.READ_COMMITTED
@@ -102,6 +115,7 @@ def _read_partition(
         return answer
     except SeglogError:
         answer.error_code = int(ErrorCode.KAFKA_STORAGE_ERROR)
+        answer.high_watermark = answer.last_stable_offset = answer.log_start_offset = -1
         return answer
     answer.high_watermark = ranges.high_watermark
     answer.last_stable_offset = ranges.last_stable_offset
@@ -133,6 +147,7 @@ def _read_all(state: BrokerState, request: FetchRequest, isolation: IsolationLev
             _read_partition(state, topic.topic, p, isolation, limit - read.bytes, read)
             for p in topic.partitions
         ]
+        read.error = read.error or any(p.error_code != 0 for p in partitions)
         read.topics.append(
             FetchResponseFetchableTopicResponse(topic=topic.topic, partitions=partitions)
         )
@@ -159,7 +174,7 @@ async def handle(
         read = _read_all(state, request, isolation)
         remaining = deadline - time.monotonic()
         done = remaining <= 0 or not partitions or state.appends.closed  # closed: stopping
-        if read.bytes >= request.min_bytes or done:
+        if read.bytes >= request.min_bytes or read.error or done:
             return FetchResponse(error_code=0, session_id=0, responses=read.topics)
         read.close()
         await state.appends.wait(partitions, remaining)

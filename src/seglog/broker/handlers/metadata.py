@@ -11,6 +11,12 @@
   an illegal name gets INVALID_TOPIC_EXCEPTION.
 * Every partition is led by this node at its log's leader epoch, with itself as the only
   replica and ISR member; topic ids (v10+) are those of ``partition.metadata``.
+* A topic lists partitions ``0 .. highest``. A directory copied from one broker of a cluster
+  may hold only some of a topic's partitions (say ``orders-1`` without ``orders-0``); the ones
+  not here are listed as Kafka lists an offline partition: LEADER_NOT_AVAILABLE, leader -1, no
+  replicas. Clients index partitions by number and take the list's length as the partition
+  count, so listing only the present ones would leave ``orders-1`` unreachable (librdkafka
+  calls it an unknown partition); listed as offline, the present partitions serve normally.
 """
 
 from __future__ import annotations
@@ -43,7 +49,11 @@ def topic_entry(state: BrokerState, name: str) -> MetadataResponseMetadataRespon
     manager = state.manager
     description = manager.describe_topic(name)
     partitions = []
-    for partition in manager.partitions_of(name):
+    present = set(manager.partitions_of(name))
+    for partition in range(max(present, default=-1) + 1):
+        if partition not in present:
+            partitions.append(_offline_partition(partition))
+            continue
         log = manager.get_log(name, partition)
         partitions.append(
             MetadataResponseMetadataResponsePartition(
@@ -63,6 +73,18 @@ def topic_entry(state: BrokerState, name: str) -> MetadataResponseMetadataRespon
         is_internal=name in INTERNAL_TOPICS,
         partitions=partitions,
         topic_authorized_operations=INT32_MIN,
+    )
+
+
+def _offline_partition(index: int) -> MetadataResponseMetadataResponsePartition:
+    return MetadataResponseMetadataResponsePartition(
+        error_code=int(ErrorCode.LEADER_NOT_AVAILABLE),
+        partition_index=index,
+        leader_id=-1,
+        leader_epoch=-1,
+        replica_nodes=[],
+        isr_nodes=[],
+        offline_replicas=[],
     )
 
 

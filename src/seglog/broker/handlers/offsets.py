@@ -1,11 +1,15 @@
 """ListOffsets (key 2, v1-7), OffsetForLeaderEpoch (key 23, v2-4), DeleteRecords (key 21, v0-2).
 
-ListOffsets answers per partition with Kafka's special timestamps: -1 latest (the high
-watermark, or the last stable offset for ``read_committed``), -2 earliest (the log start
-offset), -3 the record with the largest timestamp (KIP-734, v7), and a real timestamp: the first
-offset whose timestamp is at least it, through the time index (no such record: offset -1).
-The tiered-storage sentinels (-4, -5) belong to versions not served. Latest and earliest answer
-``timestamp = -1``, as Kafka does.
+ListOffsets (like Fetch) first checks the request's ``current_leader_epoch`` against the log's
+(:func:`epoch_error`), then answers per partition with Kafka's special timestamps: -1 latest
+(the high watermark, or the last stable offset for ``read_committed``), -2 earliest (the log
+start offset), -3 the record with the largest timestamp (KIP-734, v7), and a real timestamp: the
+first offset whose timestamp is at least it, through the time index (no such record: offset -1).
+As in Kafka, -3 and timestamp answers are limited to offsets the client may fetch: one at or
+above the last stable offset (``read_committed``) or the high watermark is "no offset" (-1). The
+tiered-storage sentinels (-4, -5) belong to versions not served. Latest and earliest answer
+``timestamp = -1``, as Kafka does. A partition named twice in one request gets INVALID_REQUEST
+at each mention (Kafka's ``duplicatePartitions``): the client could not tell the answers apart.
 
 OffsetForLeaderEpoch answers from the leader-epoch cache: for the latest epoch the log end
 offset; for an older epoch, the largest epoch at or below it and the start offset of the epoch
@@ -47,6 +51,18 @@ MAX_TIMESTAMP = -3
 READ_COMMITTED = 1  # the wire's isolation_level
 
 
+def epoch_error(log_epoch: int, current_leader_epoch: int) -> ErrorCode | None:
+    """Kafka's check of a request's ``current_leader_epoch`` (Fetch, ListOffsets,
+    OffsetForLeaderEpoch): -1 skips it; above the log's epoch the client knows a leader this
+    node has not heard of (UNKNOWN_LEADER_EPOCH), below it the client's metadata is stale
+    (FENCED_LEADER_EPOCH). Either way the client refreshes its metadata and retries."""
+    if current_leader_epoch < 0 or current_leader_epoch == log_epoch:
+        return None
+    if current_leader_epoch > log_epoch:
+        return ErrorCode.UNKNOWN_LEADER_EPOCH
+    return ErrorCode.FENCED_LEADER_EPOCH
+
+
 def _list_one(
     state: BrokerState, topic: str, request: ListOffsetsRequestListOffsetsPartition, committed: bool
 ) -> ListOffsetsResponseListOffsetsPartitionResponse:
@@ -55,6 +71,10 @@ def _list_one(
     answer = ListOffsetsResponseListOffsetsPartitionResponse(partition_index=index)
     if log is None:
         answer.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return answer
+    stale = epoch_error(log.leader_epoch, request.current_leader_epoch)
+    if stale is not None:
+        answer.error_code = int(stale)
         return answer
     timestamp = request.timestamp
     answer.leader_epoch = log.leader_epoch
@@ -71,7 +91,10 @@ def _list_one(
     except InvalidRecordError:
         answer.error_code = int(ErrorCode.INVALID_REQUEST)
         return answer
-    if found is None:
+    # Kafka answers only offsets a consumer of this isolation level may fetch: below the last
+    # stable offset (read_committed) or the high watermark (read_uncommitted).
+    fetchable = log.last_stable_offset if committed else log.high_watermark
+    if found is None or found.offset >= fetchable:
         answer.offset, answer.timestamp = -1, -1
     else:
         answer.offset, answer.timestamp = found.offset, found.timestamp
@@ -80,15 +103,35 @@ def _list_one(
     return answer
 
 
+def _duplicates(request: ListOffsetsRequest) -> set[tuple[str, int]]:
+    seen: set[tuple[str, int]] = set()
+    twice: set[tuple[str, int]] = set()
+    for topic in request.topics:
+        for partition in topic.partitions:
+            key = (topic.name, partition.partition_index)
+            (twice if key in seen else seen).add(key)
+    return twice
+
+
 async def list_offsets(
     state: BrokerState, context: RequestContext, request: ListOffsetsRequest
 ) -> ListOffsetsResponse:
     committed = request.isolation_level == READ_COMMITTED
+    duplicates = _duplicates(request)
+
+    def answer(
+        topic: str, p: ListOffsetsRequestListOffsetsPartition
+    ) -> ListOffsetsResponseListOffsetsPartitionResponse:
+        if (topic, p.partition_index) in duplicates:
+            return ListOffsetsResponseListOffsetsPartitionResponse(
+                partition_index=p.partition_index, error_code=int(ErrorCode.INVALID_REQUEST)
+            )
+        return _list_one(state, topic, p, committed)
+
     return ListOffsetsResponse(
         topics=[
             ListOffsetsResponseListOffsetsTopicResponse(
-                name=topic.name,
-                partitions=[_list_one(state, topic.name, p, committed) for p in topic.partitions],
+                name=topic.name, partitions=[answer(topic.name, p) for p in topic.partitions]
             )
             for topic in request.topics
         ]
@@ -105,11 +148,9 @@ def _epoch_end(
         answer.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         return answer
     current = log.leader_epoch
-    if request.current_leader_epoch > current:
-        answer.error_code = int(ErrorCode.UNKNOWN_LEADER_EPOCH)
-        return answer
-    if 0 <= request.current_leader_epoch < current:
-        answer.error_code = int(ErrorCode.FENCED_LEADER_EPOCH)
+    stale = epoch_error(current, request.current_leader_epoch)
+    if stale is not None:
+        answer.error_code = int(stale)
         return answer
     wanted = request.leader_epoch
     entries = log.epoch_entries()

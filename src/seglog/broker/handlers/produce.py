@@ -18,18 +18,34 @@ sequence gap / old epoch / unknown id    OUT_OF_ORDER_SEQUENCE_NUMBER (45) /
                                          INVALID_PRODUCER_EPOCH (47) / UNKNOWN_PRODUCER_ID (59)
 transaction state                        INVALID_TXN_STATE (48)
 the disk refused the write               KAFKA_STORAGE_ERROR (56)
+a transactional batch, no transactional  TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
+id in the request                        every partition of the request (Kafka's answer)
+a transactional batch of a transactional INVALID_TXN_STATE (48)
+id
 =======================================  =============================================
+
+Transactional batches are refused because this server runs no transaction coordinator
+(InitProducerId gives no transactional producer ids, EndTxn is not served): a transaction
+begun here could never end, so it would pin the partition's last stable offset and stall
+every ``read_committed`` consumer (librdkafka's default) of the partition for good. Without a
+``transactional_id`` Kafka refuses the whole request with
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED; with one, a partition never added to the transaction
+(AddPartitionsToTxn is not served) fails Kafka's transaction verification: INVALID_TXN_STATE.
 
 A refused partition writes nothing (``Log.append`` is all or nothing) and does not affect the
 other partitions of the request. An idempotent producer's retry of a batch already written is
 answered with the original offsets (``LogAppendInfo.duplicate``). On one node ``acks=1`` and
-``acks=-1`` both answer after the local append; ``acks=0`` gets no response at all.
+``acks=-1`` both answer after the local append; ``acks=0`` gets no response at all, except
+that, as in Kafka, a refused partition closes the connection: the only signal an ``acks=0``
+producer gets, which makes it refresh its metadata and reconnect.
 """
 
 from __future__ import annotations
 
 import logging
+import struct
 
+from seglog.broker.dispatch import CloseConnection
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import INTERNAL_TOPICS, BrokerState, RequestContext
 from seglog.errors import (
@@ -46,6 +62,7 @@ from seglog.errors import (
     TransactionCoordinatorFencedError,
     UnknownProducerIdError,
 )
+from seglog.format.batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, MAGIC_V2, TRANSACTIONAL_FLAG_MASK
 from seglog.format.topic_names import TopicPartition
 from seglog.protocol.error_codes import ErrorCode
 from seglog.protocol.messages import (
@@ -59,6 +76,11 @@ from seglog.protocol.messages import (
 
 API_KEY = 0
 LOG = logging.getLogger("seglog.serve")
+_BATCH_LENGTH = struct.Struct(">i")  # at byte 8 of a batch, after the base offset
+_MAGIC_POSITION = 16
+_PRODUCER_ID = struct.Struct(">q")
+_PRODUCER_ID_OFFSET = 43
+_ATTRIBUTES = struct.Struct(">h")
 
 _ERRORS: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (RecordTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
@@ -83,6 +105,30 @@ def error_code_of(error: BaseException) -> ErrorCode:
     return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
+def has_transactional_batch(records: bytes | bytearray | memoryview) -> bool:
+    """Whether a v2 batch of ``records`` is transactional and has a producer id (Kafka's
+    ``ProduceRequest.hasTransactionalRecords``). Only headers are read; a truncated or
+    non-v2 tail ends the scan (``Log.append`` judges those)."""
+    view = memoryview(records)
+    position = 0
+    end = len(view)
+    while position + _PRODUCER_ID_OFFSET + _PRODUCER_ID.size <= end:
+        (length,) = _BATCH_LENGTH.unpack_from(view, position + 8)
+        if view[position + _MAGIC_POSITION] != MAGIC_V2 or length <= 0:
+            return False
+        (attributes,) = _ATTRIBUTES.unpack_from(view, position + ATTRIBUTES_OFFSET)
+        (producer_id,) = _PRODUCER_ID.unpack_from(view, position + _PRODUCER_ID_OFFSET)
+        if attributes & TRANSACTIONAL_FLAG_MASK and producer_id >= 0:
+            return True
+        position += LOG_OVERHEAD + length
+    return False
+
+
+def _records_of(data: ProduceRequestPartitionProduceData) -> bytes | bytearray | memoryview | None:
+    records = data.records
+    return records if isinstance(records, (bytes, bytearray, memoryview)) else None
+
+
 def _refused(
     index: int, code: ErrorCode, message: str | None
 ) -> ProduceResponsePartitionProduceResponse:
@@ -104,9 +150,15 @@ def _append_one(
     log = state.log_of(topic, index)
     if log is None:
         return _refused(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
-    records = data.records
-    if records is None or not isinstance(records, (bytes, bytearray, memoryview)):
+    records = _records_of(data)
+    if records is None:
         return _refused(index, ErrorCode.CORRUPT_MESSAGE, "no records in the produce request")
+    if has_transactional_batch(records):
+        return _refused(
+            index,
+            ErrorCode.INVALID_TXN_STATE,
+            "transactions are not supported: the partition is not part of a transaction",
+        )
     try:
         info = log.append(records)
     except SeglogError as error:
@@ -133,9 +185,44 @@ def _append_one(
     )
 
 
+def _refuse_all(request: ProduceRequest, code: ErrorCode, message: str) -> ProduceResponse:
+    return ProduceResponse(
+        responses=[
+            ProduceResponseTopicProduceResponse(
+                name=topic.name,
+                partition_responses=[
+                    _refused(data.index, code, message) for data in topic.partition_data
+                ],
+            )
+            for topic in request.topic_data
+        ]
+    )
+
+
+def _transactional_without_id(request: ProduceRequest) -> bool:
+    if request.transactional_id is not None:
+        return False
+    for topic in request.topic_data:
+        for data in topic.partition_data:
+            records = _records_of(data)
+            if records is not None and has_transactional_batch(records):
+                return True
+    return False
+
+
 async def handle(
     state: BrokerState, context: RequestContext, request: ProduceRequest
 ) -> ProduceResponse | None:
+    if _transactional_without_id(request):
+        refusal = _refuse_all(
+            request,
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            "transactional records need a transactional id (and transactions are not supported)",
+        )
+        if request.acks == 0:
+            _close_if_refused(refusal)
+            return None
+        return refusal
     responses = [
         ProduceResponseTopicProduceResponse(
             name=topic.name,
@@ -145,9 +232,23 @@ async def handle(
         )
         for topic in request.topic_data
     ]
+    response = ProduceResponse(responses=responses)
     if request.acks == 0:
+        _close_if_refused(response)
         return None
-    return ProduceResponse(responses=responses)
+    return response
+
+
+def _close_if_refused(response: ProduceResponse) -> None:
+    """An ``acks=0`` request: no answer; a refused partition closes the connection (Kafka)."""
+    refused = [
+        f"{topic.name}-{p.index}: {ErrorCode(p.error_code).name}"
+        for topic in response.responses
+        for p in topic.partition_responses
+        if p.error_code != 0
+    ]
+    if refused:
+        raise CloseConnection(f"acks=0 produce refused ({', '.join(refused)})")
 
 
 HANDLERS = [ApiHandler(API_KEY, 3, 11, handle, advertised_min=0)]
