@@ -22,6 +22,7 @@ from serve_python_clients import (
     kafka_python_read,
 )
 from serve_records import TIMEOUT_S, Msg, Rec, expected_records, headers_of
+
 from serve_wire import WireClient, build_batch, produce_request
 
 KEYS = 20

@@ -23,10 +23,10 @@ from serve_clients import disk_records, kcat_read, seglog_consume
 from serve_harness import ServeFactory
 from serve_python_clients import aiokafka_read, confluent_read, kafka_python_read
 from serve_records import Rec
-from serve_wire import WireClient
 
 from corpus_location import corpus_root
 from seglog.protocol import messages
+from serve_wire import WireClient
 from support.kafka_oracle import read_partition_dir_with_kafka_python
 
 LEADER_NOT_AVAILABLE = 5

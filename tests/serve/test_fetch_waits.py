@@ -15,9 +15,9 @@ import time
 from serve_harness import ServeProcess
 from serve_python_clients import confluent_produce
 from serve_records import TIMEOUT_S, Msg
-from serve_wire import WireClient, metadata_request
 
 from seglog.protocol import messages
+from serve_wire import WireClient, metadata_request
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 UNKNOWN_LEADER_EPOCH = 75

@@ -14,6 +14,7 @@ from serve_clients import create_topic, disk_records, seglog_consume
 from serve_harness import ServeFactory, ServeProcess
 from serve_python_clients import confluent_read, kafka_python_produce
 from serve_records import Msg
+
 from serve_wire import WireClient, build_batch, idempotent_batch, metadata_request, produce_request
 
 INVALID_RECORD = 87

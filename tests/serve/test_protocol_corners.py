@@ -10,9 +10,9 @@ from serve_clients import assert_all_read, every_reading
 from serve_harness import ServeFactory, ServeProcess
 from serve_python_clients import confluent_produce
 from serve_records import TIMEOUT_S, Msg, Rec, expected_records, headers_of, sample_messages
-from serve_wire import WireClient, build_batch, produce_request
 
 from seglog.protocol import messages
+from serve_wire import WireClient, build_batch, produce_request
 
 BASE_TS = 1_700_000_000_000
 UNKNOWN_TOPIC_OR_PARTITION = 3

@@ -37,6 +37,7 @@ when given, must hold one entry per new partition naming exactly this node
 from __future__ import annotations
 
 import logging
+import resource
 from collections import Counter
 from uuid import UUID
 
@@ -111,6 +112,32 @@ def _check_assignments(state: BrokerState, topic: CreateTopicsRequestCreatableTo
     return len(indexes)
 
 
+# What one partition costs in open descriptors (its active segment's .log, .index and
+# .timeindex), and the descriptors kept free for client connections and everything else.
+DESCRIPTORS_PER_PARTITION = 3
+RESERVED_DESCRIPTORS = 1024
+
+
+def check_partition_budget(state: BrokerState, added: int) -> None:
+    """Refuse partitions this process could not keep open (POLICY_VIOLATION).
+
+    Decision: Kafka has no such check and fails later, in every request, with "Too many open
+    files"; seglog refuses the creation instead, naming the limit, so a hostile or mistaken
+    CreateTopics/CreatePartitions cannot take the server's descriptors (and its clients) away.
+    """
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return
+    total = len(state.manager.logs()) + added
+    needed = total * DESCRIPTORS_PER_PARTITION + RESERVED_DESCRIPTORS
+    if needed > soft:
+        raise AdminError(
+            ErrorCode.POLICY_VIOLATION,
+            f"{total} partitions on this node would need about {needed} open files, above "
+            f"this process's limit of {soft} (raise `ulimit -n` and restart seglog serve).",
+        )
+
+
 def _partition_count(state: BrokerState, topic: CreateTopicsRequestCreatableTopic) -> int:
     if topic.assignments:
         return _check_assignments(state, topic)
@@ -127,6 +154,7 @@ def _partition_count(state: BrokerState, topic: CreateTopicsRequestCreatableTopi
             ErrorCode.INVALID_PARTITIONS,
             f"Number of partitions {count} is above seglog's limit {MAX_PARTITIONS_PER_TOPIC}.",
         )
+    check_partition_budget(state, count)
     factor = topic.replication_factor
     if factor == 0 or factor < -1:
         raise AdminError(
@@ -350,6 +378,7 @@ def _increase_one(
             if topic.count < current
             else f"Topic already has {current} partitions.",
         )
+    check_partition_budget(state, topic.count - current)
     if validate_only:
         if topic.count > MAX_PARTITIONS_PER_TOPIC:
             raise AdminError(

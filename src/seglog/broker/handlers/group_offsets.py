@@ -40,6 +40,7 @@ from seglog.protocol.messages import (
 )
 
 NO_OFFSET = -1
+INT64_MAX = 2**63 - 1
 LOG = logging.getLogger("seglog.serve.groups")
 
 
@@ -104,7 +105,7 @@ async def offset_commit(
                 request.group_id,
                 values,
                 now_ms=now,
-                expire_timestamp_ms=now + retention if retention >= 0 else None,
+                expire_timestamp_ms=min(now + retention, INT64_MAX) if retention >= 0 else None,
             )
             outcome = ErrorCode.NONE
         except SeglogError as failure:
