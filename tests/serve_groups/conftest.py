@@ -1,0 +1,42 @@
+"""Fixtures of the consumer-group tests: a restartable ``seglog serve`` and topics to consume."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from group_server import FAST_GROUPS, PARTITIONS, GroupServer, write_config
+from group_workload import produce_numbered
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[GroupServer]:
+    """A running server with quick group settings; stopped (exit 0 asserted) at the end."""
+    config = write_config(tmp_path / "server.properties", FAST_GROUPS)
+    data = tmp_path / "data"
+    data.mkdir()
+    running = GroupServer(data, config)
+    running.start()
+    try:
+        yield running
+    finally:
+        if running.running:
+            running.stop()
+
+
+@pytest.fixture
+def topic(server: GroupServer) -> str:
+    """A fresh 4-partition topic holding 25 numbered records per partition."""
+    name = f"orders-{uuid.uuid4().hex[:8]}"
+    produce_numbered(server.bootstrap, name, range(25))
+    return name
+
+
+@pytest.fixture
+def group() -> str:
+    return f"group-{uuid.uuid4().hex[:8]}"
+
+
+__all__ = ["PARTITIONS"]
