@@ -1,0 +1,34 @@
+"""A kafka-python group member as a child process: ``python kafka_python_member.py BOOTSTRAP
+GROUP TOPIC SESSION_MS``. It polls forever and prints its assignment (partition numbers, JSON)
+on stdout each time it changes, so a test can watch it and then kill it with SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from kafka import KafkaConsumer
+
+
+def main() -> None:
+    bootstrap, group, topic, session_ms = sys.argv[1:5]
+    consumer = KafkaConsumer(
+        topic,
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=int(session_ms),
+        heartbeat_interval_ms=100,
+    )
+    shown: list[int] | None = None
+    while True:
+        consumer.poll(timeout_ms=50)
+        now = sorted(tp.partition for tp in consumer.assignment())
+        if now != shown:
+            shown = now
+            print(json.dumps(now), flush=True)
+
+
+if __name__ == "__main__":
+    main()
