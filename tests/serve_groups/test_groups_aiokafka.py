@@ -18,7 +18,9 @@ from group_workload import Read, assert_resumed, assert_split, produce_numbered
 TAIL = 40
 
 
-async def wait_until(what: str, probe: Callable[[], Awaitable[bool]], timeout_s: float = 30) -> None:
+async def wait_until(
+    what: str, probe: Callable[[], Awaitable[bool]], timeout_s: float = 30
+) -> None:
     """Await ``probe`` until it is true; fail naming ``what`` after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while not await probe():

@@ -32,10 +32,15 @@ class KcatMember:
         self.reads: list[Read] = []
         self.assigned: set[int] = set()
         self.stderr: list[str] = []
+        settings = [
+            "auto.offset.reset=earliest",
+            "auto.commit.interval.ms=100",
+            "session.timeout.ms=3000",
+            "heartbeat.interval.ms=200",
+        ]
         self.process = subprocess.Popen(
             ["kcat", "-b", bootstrap, "-G", group, topic, "-u", "-f", "%p %o %s\\n"]
-            + ["-X", "auto.offset.reset=earliest", "-X", "auto.commit.interval.ms=100"]
-            + ["-X", "session.timeout.ms=3000", "-X", "heartbeat.interval.ms=200"],
+            + [arg for setting in settings for arg in ("-X", setting)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
         )
@@ -101,8 +106,9 @@ def test_two_kcat_members_rebalance_commit_and_resume_after_restart(
     try:
         wait_for(
             "two kcat members to split the partitions",
-            lambda: bool(a.assigned and b.assigned)
-            and len(a.assigned) + len(b.assigned) == PARTITIONS,
+            lambda: (
+                bool(a.assigned and b.assigned) and len(a.assigned) + len(b.assigned) == PARTITIONS
+            ),
         )
         assert_split(a.assigned, b.assigned)
         wait_for("the 100 records to be read", lambda: _count(a, b) >= 100)
