@@ -7,14 +7,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from group_server import FAST_GROUPS, PARTITIONS, GroupServer, write_config
+from group_server import FAST_GROUPS, GroupServer, write_config
 from group_workload import produce_numbered
 
 
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[GroupServer]:
+def server_settings() -> dict[str, str]:
+    """The server's ``server.properties`` (a module overrides this fixture to add settings)."""
+    return dict(FAST_GROUPS)
+
+
+@pytest.fixture
+def server(tmp_path: Path, server_settings: dict[str, str]) -> Iterator[GroupServer]:
     """A running server with quick group settings; stopped (exit 0 asserted) at the end."""
-    config = write_config(tmp_path / "server.properties", FAST_GROUPS)
+    config = write_config(tmp_path / "server.properties", server_settings)
     data = tmp_path / "data"
     data.mkdir()
     running = GroupServer(data, config)
@@ -37,6 +43,3 @@ def topic(server: GroupServer) -> str:
 @pytest.fixture
 def group() -> str:
     return f"group-{uuid.uuid4().hex[:8]}"
-
-
-__all__ = ["PARTITIONS"]

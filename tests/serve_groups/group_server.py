@@ -110,3 +110,11 @@ class GroupServer:
     @property
     def running(self) -> bool:
         return self.process is not None
+
+
+def seglog(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``seglog --data-dir DIR ARGS...`` (an offline command beside the server)."""
+    command = [sys.executable, "-m", "seglog.cli", "--data-dir", str(data_dir), *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, env=seglog_env(), timeout=120, check=False
+    )
