@@ -11,12 +11,12 @@ import asyncio
 from pathlib import Path
 
 from seglog.broker.app import open_groups
-from seglog.broker.handlers.admin_topics import delete_topics
 from seglog.broker.groups.offsets_store import OffsetAndMetadata, OffsetsStore
+from seglog.broker.handlers.admin_topics import delete_topics
 from seglog.broker.server_config import ServerConfig
-from seglog.format.topic_names import TopicPartition
 from seglog.broker.state import BrokerState, RequestContext
 from seglog.engine.log_manager import open_log_dirs
+from seglog.format.topic_names import TopicPartition
 from seglog.protocol.error_codes import ErrorCode
 from seglog.protocol.messages import DeleteTopicsRequest
 

@@ -230,3 +230,13 @@ def test_unknown_record_types_are_skipped_and_damage_is_named(tmp_path: Path) ->
         where = f"record at offset 2 of {OFFSETS_TOPIC}-{store.partition_for('g1')}"
         assert where in str(info.value)
         assert "OffsetCommitValue v3" in str(info.value)
+
+
+def test_metadata_size_is_checked_as_kafka_does(tmp_path: Path) -> None:
+    with open_manager(tmp_path, **{"offset.metadata.max.bytes": "4"}) as manager:
+        store = OffsetsStore(manager)
+        assert not store.is_metadata_too_large(None)
+        assert not store.is_metadata_too_large("abcd")
+        assert store.is_metadata_too_large("abcde")
+        assert not store.is_metadata_too_large("\U0001f600\U0001f600")  # 4 UTF-16 units
+        assert store.is_metadata_too_large("\U0001f600\U0001f600x")

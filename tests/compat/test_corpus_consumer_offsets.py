@@ -12,6 +12,7 @@ import pytest
 
 from corpus_location import NO_CORPUS_REASON, corpus_root, snapshot
 from seglog.broker.groups.offsets_store import OFFSETS_TOPIC, OffsetAndMetadata, OffsetsStore
+from seglog.cli.main import main
 from seglog.clock import ManualClock
 from seglog.config import BrokerConfig
 from seglog.engine.log_manager import LogManager
@@ -120,3 +121,39 @@ def test_a_copy_takes_seglogs_writes(data_dir: Path, tmp_path: Path) -> None:
         store = OffsetsStore.open(manager)
         assert store.group_metadata(group) is None
         assert {p: v.offset for p, v in store.committed(group).items()} == {tp: 42}
+
+
+def test_consumer_groups_cli_on_a_brokers_directory(
+    corpus_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data_dir = corpus_dir / "broker" / "seanorth-kafka-dist"
+    if not data_dir.is_dir():
+        pytest.skip(f"{data_dir} is not in this corpus")
+    before = snapshot(data_dir)
+    assert main(["--data-dir", str(data_dir), "consumer-groups", "--list"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["simple-consumer-example"]
+    args = ["consumer-groups", "--describe", "--group", "simple-consumer-example"]
+    assert main(["--data-dir", str(data_dir), *args]) == 0
+    out = capsys.readouterr()
+    assert "has no active members" in out.err
+    rows = [line.split() for line in out.out.splitlines()[1:]]
+    assert rows and all(row[0] == "simple-consumer-example" for row in rows)
+    for row in rows:  # lag = log end - committed where the topic is here
+        if row[4] != "-":
+            assert int(row[5]) == int(row[4]) - int(row[3])
+    assert snapshot(data_dir) == before
+
+    copy = tmp_path / "copy"
+    shutil.copytree(data_dir, copy)
+    for path in [copy, *copy.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    reset = ["consumer-groups", "--reset-offsets", "--group", "simple-consumer-example"]
+    assert (
+        main(["--data-dir", str(copy), *reset, "--all-topics", "--to-earliest", "--execute"]) == 0
+    )
+    capsys.readouterr()
+    delete = ["consumer-groups", "--delete", "--group", "simple-consumer-example"]
+    assert main(["--data-dir", str(copy), *delete]) == 0
+    assert "was successful" in capsys.readouterr().out
+    assert main(["--data-dir", str(copy), "consumer-groups", "--list"]) == 0
+    assert capsys.readouterr().out == ""

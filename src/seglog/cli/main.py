@@ -68,6 +68,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "delete records below an offset (like kafka-delete-records.sh)",
     ),
     (
+        "consumer-groups",
+        "seglog.cli.consumer_groups",
+        "list, describe, reset and delete consumer groups (like kafka-consumer-groups.sh)",
+    ),
+    (
         "retention",
         "seglog.cli.retention",
         "delete old segments now (retention.ms, retention.bytes, log start offset)",

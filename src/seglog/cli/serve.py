@@ -131,6 +131,21 @@ async def _serve(manager: LogManager, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _raise_open_files_limit() -> None:
+    """Raise the soft limit of open files to the hard limit: every client connection and every
+    segment file is a descriptor, and a broker with a thousand clients needs more than the
+    usual soft limit of 1024 (Kafka's documentation asks for 100000)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        target = hard if hard != resource.RLIM_INFINITY else max(soft, 1_048_576)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError) as error:
+            LOG.warning("cannot raise the open-files limit from %d: %s", soft, error)
+
+
 def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     """Entry point of ``seglog serve``."""
     from prometheus_client import start_http_server
@@ -149,6 +164,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     logger = logging.getLogger("seglog")
     logger.addHandler(handler)
     logger.setLevel(args.log_level)
+    _raise_open_files_limit()
     collector = ManagerCollector()
     try:
         server, thread = start_http_server(

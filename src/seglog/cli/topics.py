@@ -22,6 +22,8 @@
   over the new count from then on).
 * ``topics delete NAME``: renames the partition directories to ``*-delete``; they are
   removed after ``file.delete.delay.ms`` by a running manager (a one-shot command leaves them).
+  The consumer groups' committed offsets of the topic get tombstones in ``__consumer_offsets``,
+  as Kafka's group coordinator writes them.
 
 Topic names are checked as Kafka checks them (``..``, ``a/b``, 250 characters are rejected)
 before anything is opened. A ``--config`` key given twice is an error. Every action also
@@ -70,7 +72,7 @@ from seglog.cli.common import (
     print_table,
 )
 from seglog.cli.topics_kafka import add_kafka_actions, kafka_compat_parent, note_bootstrap_server
-from seglog.engine.log_manager import TopicDescription
+from seglog.engine.log_manager import LogManager, TopicDescription
 from seglog.engine.topic_catalogue import CONFIGS_UNKNOWN
 from seglog.errors import InvalidConfigError
 from seglog.format.topic_names import COLLISION_WARNING, has_collision_chars, validate_topic_name
@@ -455,5 +457,22 @@ def run_delete(args: argparse.Namespace) -> int:
             return EXIT_OK
         with deferred_interrupts():
             manager.delete_topic(name)
+            _forget_committed_offsets(manager, name)
     print(f"Deleted topic {name}.")
     return EXIT_OK
+
+
+def _forget_committed_offsets(manager: LogManager, name: str) -> None:
+    """Tombstones for the consumer groups' offsets of a deleted topic, as Kafka's group
+    coordinator writes them. A crash before they are written leaves offsets of a topic that is
+    gone, which offset expiry removes later; damage in ``__consumer_offsets`` is reported and
+    leaves them too (the topic is deleted either way)."""
+    from seglog.broker.groups.offsets_store import OFFSETS_TOPIC, OffsetsStore
+    from seglog.errors import CorruptGroupRecordError
+
+    if OFFSETS_TOPIC not in manager.topic_names():
+        return
+    try:
+        OffsetsStore.open(manager).topic_deleted(name, now_ms=manager.clock.now_ms())
+    except CorruptGroupRecordError as exc:
+        print(f"seglog: committed offsets of {name} kept: {exc}", file=sys.stderr)

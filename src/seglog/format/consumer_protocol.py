@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import struct
 
-from seglog.format.group_records import FieldReader
+from seglog.format.message_fields import FieldReader
 
 _I16, _I32 = struct.Struct(">h"), struct.Struct(">i")
 

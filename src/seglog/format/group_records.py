@@ -51,6 +51,12 @@ import struct
 from dataclasses import dataclass
 
 from seglog.errors import CorruptGroupRecordError, InvalidRecordError
+from seglog.format.message_fields import (
+    FieldReader,
+    write_bytes,
+    write_string,
+    write_uvarint,
+)
 
 OFFSET_COMMIT_KEY_LEGACY_TYPE = 0
 OFFSET_COMMIT_KEY_TYPE = 1
@@ -65,9 +71,7 @@ TOPIC_ID_TAG = 0
 NO_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
 DEFAULT_OFFSETS_PARTITIONS = 50
-INT16_MAX = (1 << 15) - 1
 UUID_BYTES = 16
-UVARINT_MAX_BYTES = 5
 
 _I16, _I32, _I64 = struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
 
@@ -159,45 +163,16 @@ def group_partition(group_id: str, partitions: int = DEFAULT_OFFSETS_PARTITIONS)
 # --- writing ---------------------------------------------------------------------------------
 
 
-def _utf8(text: str) -> bytes:
-    # Java's String.getBytes(UTF_8) writes '?' for a lone surrogate; so does "replace".
-    return text.encode("utf-8", "replace")
-
-
-def _string(text: str | None, *, flexible: bool = False) -> bytes:
-    if text is None:
-        return b"\x00" if flexible else _I16.pack(-1)
-    data = _utf8(text)
-    if flexible:
-        return _uvarint(len(data) + 1) + data
-    if len(data) > INT16_MAX:
-        raise InvalidRecordError(f"string of {len(data)} UTF-8 bytes is longer than {INT16_MAX}")
-    return _I16.pack(len(data)) + data
-
-
-def _bytes(data: bytes, *, flexible: bool = False) -> bytes:
-    return (_uvarint(len(data) + 1) if flexible else _I32.pack(len(data))) + data
-
-
-def _uvarint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
     """A record key: type 1 for an offset commit, 2 for group metadata."""
     if isinstance(key, OffsetCommitKey):
         return (
             _I16.pack(OFFSET_COMMIT_KEY_TYPE)
-            + _string(key.group)
-            + _string(key.topic)
+            + write_string(key.group)
+            + write_string(key.topic)
             + _I32.pack(key.partition)
         )
-    return _I16.pack(GROUP_METADATA_KEY_TYPE) + _string(key.group)
+    return _I16.pack(GROUP_METADATA_KEY_TYPE) + write_string(key.group)
 
 
 def offset_commit_value_version(value: OffsetCommitValue) -> int:
@@ -212,18 +187,18 @@ def encode_offset_commit_value(value: OffsetCommitValue, version: int | None = N
     v = offset_commit_value_version(value) if version is None else version
     head = _I16.pack(v) + _I64.pack(value.offset)
     if v in (0, 1, 2):
-        out = head + _string(value.metadata) + _I64.pack(value.commit_timestamp)
+        out = head + write_string(value.metadata) + _I64.pack(value.commit_timestamp)
         return out + _I64.pack(value.expire_timestamp) if v == 1 else out
     if v not in (3, 4):
         raise InvalidRecordError(f"OffsetCommitValue version {v} is outside 0..4")
     flexible = v == FLEXIBLE_VERSION
-    out = head + _I32.pack(value.leader_epoch) + _string(value.metadata, flexible=flexible)
+    out = head + _I32.pack(value.leader_epoch) + write_string(value.metadata, flexible=flexible)
     out += _I64.pack(value.commit_timestamp)
     if not flexible:
         return out
     if value.topic_id is None:
         return out + b"\x00"
-    return out + b"\x01" + _uvarint(TOPIC_ID_TAG) + _uvarint(UUID_BYTES) + value.topic_id
+    return out + b"\x01" + write_uvarint(TOPIC_ID_TAG) + write_uvarint(UUID_BYTES) + value.topic_id
 
 
 def encode_group_metadata_value(
@@ -235,24 +210,24 @@ def encode_group_metadata_value(
     fx = version >= FLEXIBLE_VERSION
     parts = [
         _I16.pack(version),
-        _string(value.protocol_type, flexible=fx),
+        write_string(value.protocol_type, flexible=fx),
         _I32.pack(value.generation),
-        _string(value.protocol, flexible=fx),
-        _string(value.leader, flexible=fx),
+        write_string(value.protocol, flexible=fx),
+        write_string(value.leader, flexible=fx),
     ]
     if version >= 2:
         parts.append(_I64.pack(value.current_state_timestamp))
     members = value.members
-    parts.append(_uvarint(len(members) + 1) if fx else _I32.pack(len(members)))
+    parts.append(write_uvarint(len(members) + 1) if fx else _I32.pack(len(members)))
     for m in members:
-        parts.append(_string(m.member_id, flexible=fx))
+        parts.append(write_string(m.member_id, flexible=fx))
         if version >= 3:
-            parts.append(_string(m.group_instance_id, flexible=fx))
-        parts += [_string(m.client_id, flexible=fx), _string(m.client_host, flexible=fx)]
+            parts.append(write_string(m.group_instance_id, flexible=fx))
+        parts += [write_string(m.client_id, flexible=fx), write_string(m.client_host, flexible=fx)]
         if version >= 1:
             parts.append(_I32.pack(m.rebalance_timeout))
         parts.append(_I32.pack(m.session_timeout))
-        parts += [_bytes(m.subscription, flexible=fx), _bytes(m.assignment, flexible=fx)]
+        parts += [write_bytes(m.subscription, flexible=fx), write_bytes(m.assignment, flexible=fx)]
         if fx:
             parts.append(b"\x00")
     if fx:
@@ -261,88 +236,6 @@ def encode_group_metadata_value(
 
 
 # --- reading ---------------------------------------------------------------------------------
-
-
-class FieldReader:
-    """Sequential reader of one key or value; overruns raise CorruptGroupRecordError."""
-
-    def __init__(self, data: bytes, what: str) -> None:
-        self.data = data
-        self.pos = 0
-        self.what = what
-        self.field = ""  # the field being read, named in errors
-
-    def fail(self, reason: str, position: int | None = None) -> CorruptGroupRecordError:
-        at = self.pos if position is None else position
-        field = f" {self.field}" if self.field else ""
-        return CorruptGroupRecordError(f"{self.what}{field}: {reason}", position=at)
-
-    def take(self, size: int) -> bytes:
-        end = self.pos + size
-        if size < 0 or end > len(self.data):
-            raise self.fail(f"needs {size} bytes here but only {len(self.data) - self.pos} remain")
-        chunk = self.data[self.pos : end]
-        self.pos = end
-        return chunk
-
-    def int16(self, field: str = "") -> int:
-        self.field = field or self.field
-        return int(_I16.unpack(self.take(2))[0])
-
-    def int32(self, field: str = "") -> int:
-        self.field = field or self.field
-        return int(_I32.unpack(self.take(4))[0])
-
-    def int64(self, field: str = "") -> int:
-        self.field = field or self.field
-        return int(_I64.unpack(self.take(8))[0])
-
-    def uvarint(self) -> int:
-        start, value = self.pos, 0
-        for shift in range(0, 7 * UVARINT_MAX_BYTES, 7):
-            byte = self.take(1)[0]
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-        raise self.fail("unsigned varint longer than 5 bytes", start)
-
-    def string(self, field: str, *, flexible: bool, nullable: bool = False) -> str | None:
-        start, self.field = self.pos, field
-        length = self.uvarint() - 1 if flexible else self.int16()
-        if length < 0:
-            if length == -1 and nullable:
-                return None
-            raise self.fail(f"{field} has length {length} (not a nullable string)", start)
-        return self.take(length).decode("utf-8", "replace")
-
-    def required(self, field: str, *, flexible: bool = False) -> str:
-        text = self.string(field, flexible=flexible)
-        assert text is not None
-        return text
-
-    def bytes_(self, field: str, *, flexible: bool) -> bytes:
-        start, self.field = self.pos, field
-        length = self.uvarint() - 1 if flexible else self.int32()
-        if length < 0:
-            raise self.fail(f"{field} has length {length} (not nullable)", start)
-        return self.take(length)
-
-    def array_length(self, field: str, *, flexible: bool) -> int:
-        start, self.field = self.pos, field
-        count = self.uvarint() - 1 if flexible else self.int32()
-        if count < 0:
-            raise self.fail(f"{field} array has count {count} (not nullable)", start)
-        if count > len(self.data) - self.pos:  # each element takes at least one byte
-            raise self.fail(f"{field} array count {count} is more than the bytes left", start)
-        return count
-
-    def tagged_fields(self) -> dict[int, bytes]:
-        self.field = "tagged fields"
-        tags: dict[int, bytes] = {}
-        for _ in range(self.uvarint()):
-            tag = self.uvarint()
-            tags[tag] = self.take(self.uvarint())
-        return tags
 
 
 def decode_key(data: bytes) -> GroupRecordKey:

@@ -6,7 +6,9 @@ with ``offsets.topic.num.partitions`` partitions (50) and the configs Kafka give
 ``offsets.topic.segment.bytes`` (104857600). All of a group's records go to one partition,
 ``group_partition(group, offsets.topic.num.partitions)`` (Kafka's ``partitionFor``), except
 for a group loaded from another partition (a directory written with another partition count):
-its records keep going where they were found, so tombstones shadow what they delete.
+its records keep going where they were found, so tombstones shadow what they delete. When the
+topic exists whole with another partition count, that count is used (an offline tool run
+without the server's ``server.properties`` still finds the server's groups' partitions).
 
 **Writes** (record formats: :mod:`seglog.format.group_records`; each a magic 2 batch,
 CreateTime ``now_ms``, no producer id, uncompressed as Kafka's
@@ -28,7 +30,9 @@ next deletion or expiry writes again.
 
 **Load** (:meth:`OffsetsStore.load`, at start-up): every partition of the topic present here
 is replayed from its log start offset: the last value of a key wins, a tombstone deletes it,
-records of aborted transactions are left out, key types seglog does not read (KIP-848, share
+records of aborted transactions are left out (those of a transaction still open, a
+``TxnOffsetCommit`` of a copied broker's, are applied: Kafka holds them pending until their
+marker, which seglog's store never sees written), key types seglog does not read (KIP-848, share
 groups) are skipped, as Kafka's loader does. A record that does not parse stops the load with
 :class:`~seglog.errors.CorruptGroupRecordError` naming the partition and offset (Kafka stops
 loading the partition there too). A real broker's partitions load the same way.
@@ -134,6 +138,7 @@ class OffsetsStore:
         self._offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
         self._metadata: dict[str, GroupMetadataValue] = {}
         self._home: dict[str, int] = {}  # the partition a loaded group's records are in
+        self._count: int | None = None  # partition_count(), once the topic exists
 
     @classmethod
     def open(cls, manager: LogManager, settings: OffsetsSettings | None = None) -> OffsetsStore:
@@ -143,10 +148,22 @@ class OffsetsStore:
         return store
 
     # --- queries ---------------------------------------------------------------------------------
+    def partition_count(self) -> int:
+        """The partition count groups are hashed over: the topic's own when its partitions
+        0..n-1 are all here (it was made with another ``offsets.topic.num.partitions``), else
+        ``offsets.topic.num.partitions`` (also for a broker's directory copied in part)."""
+        if self._count is None:
+            if not self._exists():
+                return self.settings.num_partitions
+            here = self.manager.partitions_of(OFFSETS_TOPIC)
+            whole = here and here == list(range(len(here)))
+            self._count = len(here) if whole else self.settings.num_partitions
+        return self._count
+
     def partition_for(self, group: str) -> int:
         """The ``__consumer_offsets`` partition holding ``group``'s records."""
         home = self._home.get(group)
-        return group_partition(group, self.settings.num_partitions) if home is None else home
+        return group_partition(group, self.partition_count()) if home is None else home
 
     def groups(self) -> list[str]:
         """Every group with stored metadata or committed offsets, sorted."""
@@ -165,6 +182,14 @@ class OffsetsStore:
             return dict(offsets)
         wanted = set(topics)
         return {tp: value for tp, value in offsets.items() if tp.topic in wanted}
+
+    def is_metadata_too_large(self, metadata: str | None) -> bool:
+        """Whether a commit's metadata passes ``offset.metadata.max.bytes`` (Kafka compares
+        the Java string's length, in UTF-16 code units): OFFSET_METADATA_TOO_LARGE."""
+        if metadata is None:
+            return False
+        units = len(metadata.encode("utf-16-le", "surrogatepass")) // 2
+        return units > self.settings.metadata_max_bytes
 
     # --- writes ----------------------------------------------------------------------------------
     def commit(
@@ -317,9 +342,12 @@ class OffsetsStore:
             self._metadata[group] = value
 
     # --- appending -------------------------------------------------------------------------------
+    def _exists(self) -> bool:
+        return OFFSETS_TOPIC in self.manager.topic_names()
+
     def _log(self, partition: int) -> Log:
         """The log of one partition, creating the topic on first use."""
-        if OFFSETS_TOPIC not in self.manager.topic_names():
+        if not self._exists():
             configs = self.settings.topic_configs()
             self.manager.create_topic(
                 OFFSETS_TOPIC, self.settings.num_partitions, configs, internal=True
