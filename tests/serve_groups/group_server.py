@@ -65,12 +65,12 @@ class GroupServer:
         self.bootstrap = ""
         self.stderr = ""
 
-    def start(self) -> str:
-        """Start the server; returns ``host:port``."""
+    def start(self, port: int = 0) -> str:
+        """Start the server (on ``port``, 0: a free one); returns ``host:port``."""
         assert self.process is None, "already running"
         command = [sys.executable, "-m", "seglog.cli", "--data-dir", str(self.data_dir)]
         command += ["--config", str(self.config), "serve"]
-        command += ["--listeners", "PLAINTEXT://127.0.0.1:0", "--metrics-port", "0"]
+        command += ["--listeners", f"PLAINTEXT://127.0.0.1:{port}", "--metrics-port", "0"]
         command += ["--log-level", "WARNING"]
         process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=seglog_env()
@@ -102,10 +102,12 @@ class GroupServer:
             raise AssertionError(f"seglog serve did not stop on SIGTERM\n{self.stderr}") from None
         assert process.returncode == 0, f"seglog serve exited {process.returncode}\n{self.stderr}"
 
-    def restart(self) -> str:
-        """Stop (SIGTERM, exit 0) and start again on the same directory."""
+    def restart(self, *, same_port: bool = False) -> str:
+        """Stop (SIGTERM, exit 0) and start again on the same directory (and port, when
+        ``same_port``: clients that stay connected find it again)."""
+        port = int(self.bootstrap.rpartition(":")[2]) if same_port else 0
         self.stop()
-        return self.start()
+        return self.start(port)
 
     @property
     def running(self) -> bool:

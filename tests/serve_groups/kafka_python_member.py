@@ -1,5 +1,6 @@
 """A kafka-python group member as a child process: ``python kafka_python_member.py BOOTSTRAP
-GROUP TOPIC SESSION_MS``. It polls forever and prints its assignment (partition numbers, JSON)
+GROUP TOPIC SESSION_MS [MAX_POLL_INTERVAL_MS]`` (the latter is its rebalance timeout). It polls
+forever and prints its assignment (partition numbers, JSON)
 on stdout each time it changes, so a test can watch it and then kill it with SIGKILL."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from kafka import KafkaConsumer
 
 def main() -> None:
     bootstrap, group, topic, session_ms = sys.argv[1:5]
+    max_poll_ms = int(sys.argv[5]) if len(sys.argv) > 5 else 300_000
     consumer = KafkaConsumer(
         topic,
         bootstrap_servers=bootstrap,
@@ -20,6 +22,7 @@ def main() -> None:
         enable_auto_commit=False,
         session_timeout_ms=int(session_ms),
         heartbeat_interval_ms=100,
+        max_poll_interval_ms=max_poll_ms,
     )
     shown: list[int] | None = None
     while True:

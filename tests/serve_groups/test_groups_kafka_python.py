@@ -14,9 +14,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from group_server import PARTITIONS, GroupServer, wait_for
 from group_workload import Read, assert_resumed, assert_split, produce_numbered
 from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import OffsetMetadataTooLargeError
 from kafka.structs import OffsetAndMetadata
 
 TAIL = 40
@@ -141,3 +143,24 @@ def test_a_killed_member_loses_its_partitions_when_its_session_expires(
             child.wait()
         reader.join()
         survivor.consumer.close(autocommit=False)
+
+
+def test_commit_metadata_limit_counts_utf16_units_as_kafka(
+    server: GroupServer, topic: str, group: str
+) -> None:
+    """``offset.metadata.max.bytes`` (4096) bounds the Java string length: 4096 ``é`` (8192
+    UTF-8 bytes) and 2048 emoji (4096 UTF-16 units) pass; 4097 ASCII and 2049 emoji do not.
+    (kafka-python sends the string as given; confluent-kafka appends a NUL character.)"""
+    consumer = KafkaConsumer(bootstrap_servers=server.bootstrap, group_id=group)
+    tp = TopicPartition(topic, 0)
+    try:
+        for offset, metadata in enumerate(["é" * 4096, "😀" * 2048], start=1):
+            consumer.commit({tp: OffsetAndMetadata(offset, metadata, -1)})
+            got = consumer.committed(tp, metadata=True)
+            assert (got.offset, got.metadata) == (offset, metadata)
+        for metadata in ["x" * 4097, "😀" * 2049]:
+            with pytest.raises(OffsetMetadataTooLargeError):
+                consumer.commit({tp: OffsetAndMetadata(9, metadata, -1)})
+        assert consumer.committed(tp) == 2
+    finally:
+        consumer.close(autocommit=False)
