@@ -30,6 +30,7 @@ def server(tmp_path: Path, server_settings: dict[str, str]) -> Iterator[GroupSer
     finally:
         if running.running:
             running.stop()
+        print(running.stderr)  # shown by pytest when the test failed
 
 
 @pytest.fixture

@@ -71,7 +71,7 @@ class GroupServer:
         command = [sys.executable, "-m", "seglog.cli", "--data-dir", str(self.data_dir)]
         command += ["--config", str(self.config), "serve"]
         command += ["--listeners", f"PLAINTEXT://127.0.0.1:{port}", "--metrics-port", "0"]
-        command += ["--log-level", "WARNING"]
+        command += ["--log-level", os.environ.get("GROUPS_TEST_SERVER_LOG", "WARNING")]
         process = subprocess.Popen(
             command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=seglog_env()
         )

@@ -26,7 +26,7 @@ def main() -> None:
     )
     shown: list[int] | None = None
     while True:
-        consumer.poll(timeout_ms=50)
+        consumer.poll(timeout_ms=1000)  # see POLL_MS in test_groups_kafka_python.py
         now = sorted(tp.partition for tp in consumer.assignment())
         if now != shown:
             shown = now
