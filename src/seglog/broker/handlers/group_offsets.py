@@ -3,10 +3,11 @@
 OffsetCommit: the group coordinator first decides whether the commit may be written
 (generation, member, group state: one error for every partition when not); then per partition
 an unknown topic or partition is UNKNOWN_TOPIC_OR_PARTITION and metadata longer than
-``offset.metadata.max.bytes`` is OFFSET_METADATA_TOO_LARGE; the rest are appended as one batch
-(all of a commit or none) and only then answered. A null metadata is stored as ``""``. v2-4's
-``retention_time_ms`` other than -1 becomes the offset's expire timestamp (OffsetCommitValue
-v1), as Kafka 3.x writes it.
+``offset.metadata.max.bytes`` is OFFSET_METADATA_TOO_LARGE (counted as Kafka counts a Java
+string's length, in UTF-16 code units: 4096 ``é`` pass, 2049 emoji do not); the rest are
+appended as one batch (all of a commit or none) and only then answered. A null metadata is
+stored as ``""``. v2-4's ``retention_time_ms`` other than -1 becomes the offset's expire
+timestamp (OffsetCommitValue v1), as Kafka 3.x writes it.
 
 OffsetFetch: v1-7 one group, v8+ a batch of groups; ``topics`` null (v2+) means every
 partition the group has committed; a partition without a commit answers offset -1, metadata
@@ -83,7 +84,6 @@ async def offset_commit(
     )
     if error is not ErrorCode.NONE:
         return _commit_answer(request, dict.fromkeys(keys, error))
-    limit = service.store.settings.metadata_max_bytes
     retention = request.retention_time_ms if 2 <= context.api_version <= 4 else -1
     errors: dict[tuple[str, int], ErrorCode] = {}
     values: dict[TopicPartition, OffsetAndMetadata] = {}
@@ -93,7 +93,7 @@ async def offset_commit(
             metadata = p.committed_metadata or ""
             if state.log_of(topic.name, p.partition_index) is None:
                 errors[key] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif len(metadata.encode("utf-8")) > limit:
+            elif service.store.is_metadata_too_large(metadata):
                 errors[key] = ErrorCode.OFFSET_METADATA_TOO_LARGE
             else:
                 values[key] = OffsetAndMetadata(
