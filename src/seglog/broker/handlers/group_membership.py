@@ -46,6 +46,12 @@ def _coordinator_error(state: BrokerState, key_type: int) -> ErrorCode:
     return ErrorCode.NONE
 
 
+def _why_not(key_type: int) -> str:
+    if key_type != GROUP_KEY_TYPE:
+        return "no transaction coordinator here (transactions over the wire are not served)"
+    return "__consumer_offsets cannot be created here (see the server's log)"
+
+
 async def find_coordinator(
     state: BrokerState, context: RequestContext, request: FindCoordinatorRequest
 ) -> FindCoordinatorResponse:
@@ -61,7 +67,7 @@ async def find_coordinator(
                     host=endpoint.host if found else "",
                     port=endpoint.port if found else -1,
                     error_code=int(error),
-                    error_message=None if found else "no transaction coordinator here",
+                    error_message=None if found else _why_not(request.key_type),
                 )
                 for key in request.coordinator_keys
             ]
