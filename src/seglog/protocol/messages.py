@@ -1376,6 +1376,42 @@ class ListTransactionsResponse:
     transaction_states: list[ListTransactionsResponseTransactionState] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class OffsetDeleteRequestOffsetDeleteRequestPartition:
+    partition_index: int = 0
+
+
+@dataclass(slots=True)
+class OffsetDeleteRequestOffsetDeleteRequestTopic:
+    name: str = ""
+    partitions: list[OffsetDeleteRequestOffsetDeleteRequestPartition] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OffsetDeleteRequest:
+    group_id: str = ""
+    topics: list[OffsetDeleteRequestOffsetDeleteRequestTopic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OffsetDeleteResponseOffsetDeleteResponsePartition:
+    partition_index: int = 0
+    error_code: int = 0
+
+
+@dataclass(slots=True)
+class OffsetDeleteResponseOffsetDeleteResponseTopic:
+    name: str = ""
+    partitions: list[OffsetDeleteResponseOffsetDeleteResponsePartition] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class OffsetDeleteResponse:
+    error_code: int = 0
+    throttle_time_ms: int = 0
+    topics: list[OffsetDeleteResponseOffsetDeleteResponseTopic] = field(default_factory=list)
+
+
 STRUCTS: dict[str, StructSpec] = {}
 STRUCTS['ConsumerProtocolSubscriptionTopicPartition'] = StructSpec(ConsumerProtocolSubscriptionTopicPartition, (
         FieldSpec('topic', 'string', 'string', None, (1, 32767), None, None, None, False),
@@ -1959,6 +1995,21 @@ STRUCTS['ListTransactionsResponseTransactionState'] = StructSpec(ListTransaction
         FieldSpec('producer_id', 'int64', 'int64', None, (0, 32767), None, None, None, False),
         FieldSpec('transaction_state', 'string', 'string', None, (0, 32767), None, None, None, False),
     ))
+STRUCTS['OffsetDeleteRequestOffsetDeleteRequestPartition'] = StructSpec(OffsetDeleteRequestOffsetDeleteRequestPartition, (
+        FieldSpec('partition_index', 'int32', 'int32', None, (0, 32767), None, None, None, False),
+    ))
+STRUCTS['OffsetDeleteRequestOffsetDeleteRequestTopic'] = StructSpec(OffsetDeleteRequestOffsetDeleteRequestTopic, (
+        FieldSpec('name', 'string', 'string', None, (0, 32767), None, None, None, False),
+        FieldSpec('partitions', 'array', None, OffsetDeleteRequestOffsetDeleteRequestPartition, (0, 32767), None, None, None, False),
+    ))
+STRUCTS['OffsetDeleteResponseOffsetDeleteResponsePartition'] = StructSpec(OffsetDeleteResponseOffsetDeleteResponsePartition, (
+        FieldSpec('partition_index', 'int32', 'int32', None, (0, 32767), None, None, None, False),
+        FieldSpec('error_code', 'int16', 'int16', None, (0, 32767), None, None, None, False),
+    ))
+STRUCTS['OffsetDeleteResponseOffsetDeleteResponseTopic'] = StructSpec(OffsetDeleteResponseOffsetDeleteResponseTopic, (
+        FieldSpec('name', 'string', 'string', None, (0, 32767), None, None, None, False),
+        FieldSpec('partitions', 'array', None, OffsetDeleteResponseOffsetDeleteResponsePartition, (0, 32767), None, None, None, False),
+    ))
 
 SPECS: dict[str, MessageSpec] = {
     'RequestHeader': MessageSpec('RequestHeader', RequestHeader, -1, 'header', (1, 2), (2, 32767), (
@@ -2373,5 +2424,14 @@ SPECS: dict[str, MessageSpec] = {
         FieldSpec('error_code', 'int16', 'int16', None, (0, 32767), None, None, None, False),
         FieldSpec('unknown_state_filters', 'array', 'string', None, (0, 32767), None, None, None, False),
         FieldSpec('transaction_states', 'array', None, ListTransactionsResponseTransactionState, (0, 32767), None, None, None, False),
+    )),
+    'OffsetDeleteRequest': MessageSpec('OffsetDeleteRequest', OffsetDeleteRequest, 47, 'request', (0, 0), None, (
+        FieldSpec('group_id', 'string', 'string', None, (0, 32767), None, None, None, False),
+        FieldSpec('topics', 'array', None, OffsetDeleteRequestOffsetDeleteRequestTopic, (0, 32767), None, None, None, False),
+    )),
+    'OffsetDeleteResponse': MessageSpec('OffsetDeleteResponse', OffsetDeleteResponse, 47, 'response', (0, 0), None, (
+        FieldSpec('error_code', 'int16', 'int16', None, (0, 32767), None, None, None, False),
+        FieldSpec('throttle_time_ms', 'int32', 'int32', None, (0, 32767), None, None, None, False),
+        FieldSpec('topics', 'array', None, OffsetDeleteResponseOffsetDeleteResponseTopic, (0, 32767), None, None, None, False),
     )),
 }

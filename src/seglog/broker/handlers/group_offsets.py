@@ -1,4 +1,4 @@
-"""OffsetCommit (key 8, v2-9) and OffsetFetch (key 9, v1-9): offsets in ``__consumer_offsets``.
+"""OffsetCommit (8, v2-9), OffsetFetch (9, v1-9), OffsetDelete (47, v0): committed offsets.
 
 OffsetCommit: the group coordinator first decides whether the commit may be written
 (generation, member, group state: one error for every partition when not); then per partition
@@ -23,6 +23,7 @@ from seglog.broker.groups.offsets_store import OffsetAndMetadata
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import BrokerState, RequestContext
 from seglog.errors import SeglogError
+from seglog.format.consumer_protocol import subscription_topics
 from seglog.format.group_records import OffsetCommitValue
 from seglog.format.topic_names import TopicPartition
 from seglog.protocol.error_codes import ErrorCode
@@ -31,6 +32,10 @@ from seglog.protocol.messages import (
     OffsetCommitResponse,
     OffsetCommitResponseOffsetCommitResponsePartition,
     OffsetCommitResponseOffsetCommitResponseTopic,
+    OffsetDeleteRequest,
+    OffsetDeleteResponse,
+    OffsetDeleteResponseOffsetDeleteResponsePartition,
+    OffsetDeleteResponseOffsetDeleteResponseTopic,
     OffsetFetchRequest,
     OffsetFetchResponse,
     OffsetFetchResponseOffsetFetchResponseGroup,
@@ -41,6 +46,7 @@ from seglog.protocol.messages import (
 )
 
 NO_OFFSET = -1
+CONSUMER_PROTOCOL = "consumer"
 INT64_MAX = 2**63 - 1
 LOG = logging.getLogger("seglog.serve.groups")
 
@@ -194,4 +200,77 @@ async def offset_fetch(
     return OffsetFetchResponse(groups=groups)
 
 
-HANDLERS = [ApiHandler(8, 2, 9, offset_commit), ApiHandler(9, 1, 9, offset_fetch)]
+def _subscribed_topics(state: BrokerState, group_id: str) -> set[str] | None:
+    """Topics a live consumer group's members subscribe to; None when it cannot be known (a
+    group with members whose protocol is not Kafka's consumer protocol)."""
+    group = state.groups.coordinator.group(group_id)
+    if group is None or not group.members:
+        return set()
+    if group.protocol_type != CONSUMER_PROTOCOL or group.protocol_name is None:
+        return None
+    topics: set[str] = set()
+    for member in group.members.values():
+        try:
+            topics.update(subscription_topics(member.metadata(group.protocol_name)))
+        except SeglogError:
+            return None  # metadata that is not a subscription: treat as subscribed to all
+    return topics
+
+
+async def offset_delete(
+    state: BrokerState, context: RequestContext, request: OffsetDeleteRequest
+) -> OffsetDeleteResponse:
+    """OffsetDelete (key 47, v0): Kafka's rules (``GroupCoordinator.handleDeleteOffsets``).
+
+    An unknown group (no members, no offsets) is GROUP_ID_NOT_FOUND; a group with members
+    that is not a consumer group is NON_EMPTY_GROUP; the offsets of topics a live member
+    subscribes to are GROUP_SUBSCRIBED_TO_TOPIC; the others are deleted with tombstones
+    before the answer (a partition without a commit deletes nothing and answers NONE).
+    """
+    service = state.groups
+    if not request.group_id:
+        return OffsetDeleteResponse(error_code=int(ErrorCode.INVALID_GROUP_ID))
+    group = service.coordinator.group(request.group_id)
+    committed = service.store.committed(request.group_id)
+    if group is None and not committed:
+        return OffsetDeleteResponse(error_code=int(ErrorCode.GROUP_ID_NOT_FOUND))
+    subscribed = _subscribed_topics(state, request.group_id)
+    if subscribed is None:
+        return OffsetDeleteResponse(error_code=int(ErrorCode.NON_EMPTY_GROUP))
+    deletable = [
+        TopicPartition(t.name, p.partition_index)
+        for t in request.topics
+        if t.name not in subscribed
+        for p in t.partitions
+    ]
+    try:
+        service.store.delete_offsets(request.group_id, deletable, now_ms=service.now_ms())
+    except SeglogError as failure:
+        LOG.error("OffsetDelete of group %s failed: %s", request.group_id, failure)
+        return OffsetDeleteResponse(error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+    return OffsetDeleteResponse(
+        topics=[
+            OffsetDeleteResponseOffsetDeleteResponseTopic(
+                name=t.name,
+                partitions=[
+                    OffsetDeleteResponseOffsetDeleteResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=int(
+                            ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                            if t.name in subscribed
+                            else ErrorCode.NONE
+                        ),
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ]
+    )
+
+
+HANDLERS = [
+    ApiHandler(8, 2, 9, offset_commit),
+    ApiHandler(9, 1, 9, offset_fetch),
+    ApiHandler(47, 0, 0, offset_delete),
+]
