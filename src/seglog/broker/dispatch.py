@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 
 from seglog.broker.handlers import api_versions
-from seglog.broker.registry import ApiHandler, HandlerRegistry
+from seglog.broker.registry import ApiHandler, CloseConnection, HandlerRegistry
 from seglog.broker.state import BrokerState, RequestContext
 from seglog.errors import ProtocolDecodeError
 from seglog.protocol.framing import decode_request, encode_response, peek_header
@@ -26,10 +26,6 @@ from seglog.protocol.schema import ExternalRecords
 
 LOG = logging.getLogger("seglog.serve")
 Parts = list[bytes | ExternalRecords]
-
-
-class CloseConnection(Exception):
-    """The connection must be closed without a response (the reason is logged)."""
 
 
 class Dispatcher:

@@ -16,6 +16,11 @@ from typing import Any
 
 from seglog.broker.state import BrokerState, RequestContext
 
+
+class CloseConnection(Exception):
+    """The connection must be closed without a response (the reason is logged)."""
+
+
 Handler = Callable[[BrokerState, RequestContext, Any], Awaitable[Any]]
 
 

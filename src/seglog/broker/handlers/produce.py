@@ -45,8 +45,7 @@ from __future__ import annotations
 import logging
 import struct
 
-from seglog.broker.dispatch import CloseConnection
-from seglog.broker.registry import ApiHandler
+from seglog.broker.registry import ApiHandler, CloseConnection
 from seglog.broker.state import INTERNAL_TOPICS, BrokerState, RequestContext
 from seglog.errors import (
     CorruptRecordError,

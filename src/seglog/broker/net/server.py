@@ -41,9 +41,10 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
-from seglog.broker.dispatch import CloseConnection, Dispatcher, Parts
+from seglog.broker.dispatch import Dispatcher, Parts
 from seglog.broker.file_records import FileRange, FileRangesRecords
 from seglog.broker.net.frame_protocol import FrameProtocol
+from seglog.broker.registry import CloseConnection
 from seglog.broker.server_config import Listener, ServerConfig
 
 LOG = logging.getLogger("seglog.serve")
