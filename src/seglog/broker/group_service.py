@@ -40,7 +40,7 @@ from seglog.broker.groups.model import (
     SyncRequest,
     SyncResult,
 )
-from seglog.broker.groups.offsets_store import OFFSETS_TOPIC, OffsetsStore
+from seglog.broker.groups.offsets_store import OffsetsStore
 from seglog.errors import SeglogError
 from seglog.format.group_records import GroupMetadataValue, MemberMetadata
 from seglog.protocol.error_codes import ErrorCode
@@ -130,13 +130,8 @@ class GroupService:
     def ensure_offsets_topic(self) -> bool:
         """Create ``__consumer_offsets`` if missing (FindCoordinator's first use); False when
         it cannot be made here."""
-        store = self.store
         try:
-            if OFFSETS_TOPIC not in store.manager.topic_names():
-                settings = store.settings
-                store.manager.create_topic(
-                    OFFSETS_TOPIC, settings.num_partitions, settings.topic_configs(), internal=True
-                )
+            self.store.ensure_topic()
         except SeglogError as failure:
             LOG.error("cannot create __consumer_offsets: %s", failure)
             return False

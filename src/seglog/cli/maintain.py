@@ -85,17 +85,9 @@ def _port(text: str) -> int:
     return value
 
 
-def register(subparsers: Subparsers) -> None:
-    """Add ``seglog maintain``."""
-    parser = subparsers.add_parser(
-        "maintain",
-        parents=[command_options_parent()],
-        help="run retention, the log cleaner, compaction and checkpoints until stopped; "
-        "serve metrics over HTTP",
-        description=__doc__,
-        epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+def add_background_options(parser: argparse.ArgumentParser) -> None:
+    """The options of a long-running command (``maintain``, ``serve``): the metrics server's
+    port and host, and the least severe log level written to stderr."""
     parser.add_argument(
         "--metrics-port",
         type=_port,
@@ -115,10 +107,24 @@ def register(subparsers: Subparsers) -> None:
         default="INFO",
         help="least severe log lines written to stderr (default %(default)s)",
     )
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add ``seglog maintain``."""
+    parser = subparsers.add_parser(
+        "maintain",
+        parents=[command_options_parent()],
+        help="run retention, the log cleaner, compaction and checkpoints until stopped; "
+        "serve metrics over HTTP",
+        description=__doc__,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_background_options(parser)
     parser.set_defaults(handler=lambda args: run(args, parser))
 
 
-def _configure_logging(level: str) -> logging.Handler:
+def configure_logging(level: str) -> logging.Handler:
     """Log lines of the ``seglog`` loggers to stderr; returns the handler (removed at exit)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
@@ -183,7 +189,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    handler = _configure_logging(args.log_level)
+    handler = configure_logging(args.log_level)
     collector = ManagerCollector()
     try:
         with _StopSignals() as stop:

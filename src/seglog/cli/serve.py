@@ -39,7 +39,7 @@ from seglog.cli.common import (
     is_read_only,
     open_manager,
 )
-from seglog.cli.maintain import DEFAULT_METRICS_HOST, DEFAULT_METRICS_PORT, LOG_LEVELS, _port
+from seglog.cli.maintain import add_background_options, configure_logging
 
 if TYPE_CHECKING:
     from seglog.broker.server_config import Listener
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
     from seglog.engine.log_manager import LogManager
 
 LOG = logging.getLogger("seglog.serve")
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 EPILOG = """\
 Examples:
@@ -72,25 +71,7 @@ def register(subparsers: Subparsers) -> None:
         help="where to listen, Kafka's syntax (default: the config's listeners, else "
         "PLAINTEXT://127.0.0.1:9092; port 0: a free port)",
     )
-    parser.add_argument(
-        "--metrics-port",
-        type=_port,
-        default=DEFAULT_METRICS_PORT,
-        metavar="PORT",
-        help="port of the metrics HTTP server (default %(default)s; 0: a free port)",
-    )
-    parser.add_argument(
-        "--metrics-host",
-        default=DEFAULT_METRICS_HOST,
-        metavar="HOST",
-        help="address the metrics server listens on (default %(default)s)",
-    )
-    parser.add_argument(
-        "--log-level",
-        choices=LOG_LEVELS,
-        default="INFO",
-        help="least severe log lines written to stderr (default %(default)s)",
-    )
+    add_background_options(parser)
     parser.set_defaults(handler=lambda args: run(args, parser))
 
 
@@ -159,11 +140,7 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    logger = logging.getLogger("seglog")
-    logger.addHandler(handler)
-    logger.setLevel(args.log_level)
+    handler = configure_logging(args.log_level)
     _raise_open_files_limit()
     collector = ManagerCollector()
     try:
@@ -182,4 +159,4 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             server.server_close()
             thread.join()
     finally:
-        logger.removeHandler(handler)
+        logging.getLogger("seglog").removeHandler(handler)

@@ -345,13 +345,18 @@ class OffsetsStore:
     def _exists(self) -> bool:
         return OFFSETS_TOPIC in self.manager.topic_names()
 
-    def _log(self, partition: int) -> Log:
-        """The log of one partition, creating the topic on first use."""
+    def ensure_topic(self) -> None:
+        """Create ``__consumer_offsets`` with its own settings unless it exists (the first
+        FindCoordinator or write)."""
         if not self._exists():
             configs = self.settings.topic_configs()
             self.manager.create_topic(
                 OFFSETS_TOPIC, self.settings.num_partitions, configs, internal=True
             )
+
+    def _log(self, partition: int) -> Log:
+        """The log of one partition, creating the topic on first use."""
+        self.ensure_topic()
         try:
             return self.manager.get_log(OFFSETS_TOPIC, partition)
         except UnknownTopicError:
