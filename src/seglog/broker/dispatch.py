@@ -19,6 +19,7 @@ import logging
 
 from seglog.broker.handlers import api_versions
 from seglog.broker.registry import ApiHandler, CloseConnection, HandlerRegistry
+from seglog.broker.session import Session
 from seglog.broker.state import BrokerState, RequestContext
 from seglog.errors import ProtocolDecodeError
 from seglog.protocol.framing import decode_request, encode_response, peek_header
@@ -36,8 +37,9 @@ class Dispatcher:
         self.registry = HandlerRegistry(handlers)
         state.advertised = self.registry.advertised()
 
-    async def dispatch(self, frame: bytes | memoryview, client_host: str) -> Parts | None:
-        """Handle one request frame (without its size prefix); see the module docstring."""
+    async def dispatch(self, frame: bytes | memoryview, session: Session) -> Parts | None:
+        """Handle one request frame (without its size prefix) of the connection ``session``;
+        see the module docstring."""
         try:
             api_key, version, correlation_id = peek_header(frame)
         except ProtocolDecodeError as error:
@@ -58,7 +60,9 @@ class Dispatcher:
             body = request.decode_body()
         except ProtocolDecodeError as error:
             raise CloseConnection(f"malformed request: {error}") from None
-        context = RequestContext(api_key, version, correlation_id, request.client_id, client_host)
+        context = RequestContext(
+            api_key, version, correlation_id, request.client_id, session.client_host, session
+        )
         try:
             response = await handler.handle(self.state, context, body)
         except CloseConnection:

@@ -17,7 +17,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from seglog.broker.authorization import AllowEverything, Authorizer, Operation, ResourceType
 from seglog.broker.server_config import Listener, ServerConfig
+from seglog.broker.session import Session
 from seglog.errors import InvalidTopicError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition
 
@@ -90,13 +92,25 @@ class AppendWaiters:
 
 @dataclass(slots=True)
 class RequestContext:
-    """Who sent a request and at which version."""
+    """Who sent a request and at which version, on which connection (its :class:`Session`)."""
 
     api_key: int
     api_version: int
     correlation_id: int
     client_id: str | None
     client_host: str
+    session: Session | None = None
+
+    @property
+    def connection(self) -> Session:
+        """The connection's session (a PLAINTEXT, anonymous one when none was given)."""
+        if self.session is None:
+            self.session = Session(self.client_host)
+        return self.session
+
+    @property
+    def principal(self) -> str:
+        return self.connection.principal
 
 
 class BrokerState:
@@ -112,6 +126,8 @@ class BrokerState:
         self.cluster_id = cluster_id
         self.endpoint = Listener("PLAINTEXT", "127.0.0.1", 9092)
         self.appends = AppendWaiters()
+        # Answers every authorization question (``authorizer.class.name``; none: allow all).
+        self.authorizer: Authorizer = AllowEverything()
         # (api_key, min, max) of every handler: set by the dispatcher from its registry.
         self.advertised: list[tuple[int, int, int]] = []
         # Creates an internal topic with its own settings (``__consumer_offsets``) or returns
@@ -120,6 +136,16 @@ class BrokerState:
         # Called with a topic's name after DeleteTopics deleted it (e.g. to write tombstones
         # for the committed offsets of its partitions): set by the group coordinator's wiring.
         self.on_topic_deleted: list[Callable[[str], None]] = []
+
+    def authorize(
+        self,
+        context: RequestContext,
+        operation: Operation,
+        resource_type: ResourceType,
+        name: str,
+    ) -> bool:
+        """Whether the request's principal may perform ``operation`` on the resource."""
+        return self.authorizer.authorize(context.connection, operation, resource_type, name)
 
     def log_of(self, topic: str, partition: int) -> Log | None:
         """The partition's log, or None when the topic or partition is not here (a partition

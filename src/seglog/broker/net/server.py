@@ -46,6 +46,7 @@ from seglog.broker.file_records import FileRange, FileRangesRecords
 from seglog.broker.net.frame_protocol import FrameProtocol
 from seglog.broker.registry import CloseConnection
 from seglog.broker.server_config import Listener, ServerConfig
+from seglog.broker.session import Session
 
 LOG = logging.getLogger("seglog.serve")
 _SIZE = struct.Struct(">i")
@@ -67,6 +68,7 @@ class _Connection:
     task: asyncio.Task[None] | None = None
     busy: bool = False
     peer: str = ""
+    session: Session = field(default_factory=lambda: Session("unknown"))
 
 
 @dataclass(slots=True)
@@ -151,7 +153,9 @@ class KafkaServer:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        connection = _Connection(writer, asyncio.current_task(), peer=str(host))
+        connection = _Connection(
+            writer, asyncio.current_task(), peer=str(host), session=Session(str(host))
+        )
         self._connections.add(connection)
         self.stats.accepted += 1
         try:
@@ -200,7 +204,7 @@ class KafkaServer:
                 async with slot:
                     self.stats.requests += 1
                     try:
-                        parts = await self.dispatcher.dispatch(frame, connection.peer)
+                        parts = await self.dispatcher.dispatch(frame, connection.session)
                     except CloseConnection as reason:
                         self.stats.closed_bad += 1
                         LOG.info("closing %s: %s", connection.peer, reason)

@@ -1,0 +1,1 @@
+"""Security of the server's connections: TLS contexts, SASL mechanisms, credentials."""
