@@ -362,6 +362,12 @@ class LogManager:
         return sum(log.remove_expired_producers() for log in list(self._logs.values()))
 
     @property
+    def first_directory(self) -> Path:
+        """The first data directory: where broker-wide files live (the producer-id mark, the
+        server's security files), as plain files a Kafka broker ignores."""
+        return self._roots[0].directory.path
+
+    @property
     def producer_ids(self) -> ProducerIdManager:
         """InitProducerId's producer ids, never repeated (:mod:`seglog.engine.producer_ids`):
         the mark lives in the first root; the first block starts above every root's mark (a
