@@ -251,3 +251,12 @@ def test_a_brokers_directory_read_only(cli: Cli) -> None:
                         data_dir=False)  # fmt: skip
     assert producers.status == 0, producers.err
     assert snapshot(data_dir) == before
+
+
+def test_a_directory_without_transactions(cli: Cli) -> None:
+    cli.ok("topics", "create", "plain")
+    assert cli.ok("transactions", "--list").lines == [
+        "TransactionalId  Coordinator  ProducerId  TransactionState"
+    ]
+    assert len(cli.ok("transactions", "--find-hanging").lines) == 1
+    assert not (cli.data_dir / "__transaction_state-0").exists()  # reads create nothing
