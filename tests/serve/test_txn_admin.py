@@ -116,6 +116,12 @@ def test_describe_producers_raw_and_through_the_cli(
     assert status == 0, err
     assert rows[0][0] == "ProducerId" and [r[0] for r in rows[1:]] == ["1", "2", "3", "6"]
     assert rows[2] == ["2", "3", "-1", "0", str(T0), "2"]
+    # offline, beside the running server (reads take no lock): the same table
+    capsys.readouterr()
+    offline = main(["--data-dir", str(server.data_dir), "transactions", "--describe-producers",
+                    "--topic", "t", "--partition", "0"])  # fmt: skip
+    assert offline == 0
+    assert [line.split() for line in capsys.readouterr().out.splitlines()] == rows
     status, rows, err = _seglog(capsys, "--bootstrap-server", b, "--describe-producers",
                                 "--topic", "t", "--partition", "5")  # fmt: skip
     assert status == 1 and "UNKNOWN_TOPIC_OR_PARTITION" in err and "t-5" in err
