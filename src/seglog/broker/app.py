@@ -29,6 +29,7 @@ from seglog.broker.handlers import (
     offsets,
     produce,
     producer_ids,
+    txn_offsets,
 )
 from seglog.broker.net.server import KafkaServer
 from seglog.broker.registry import ApiHandler
@@ -56,6 +57,7 @@ def all_handlers() -> list[ApiHandler]:
         *group_membership.HANDLERS,
         *group_offsets.HANDLERS,
         *group_admin.HANDLERS,
+        *txn_offsets.HANDLERS,
     ]
 
 
