@@ -272,3 +272,32 @@ def test_a_real_brokers_offsets_partitions_take_a_transaction(broker_copy: Path)
         assert after[group][tp].offset == before[group][tp].offset + 100
         after[group][tp] = before[group][tp]
         assert after == before
+
+
+def test_the_cleaner_keeps_what_a_reload_gives(tmp_path: Path) -> None:
+    """Kafka's cleaner rules on transactions (aborted records go and shadow nothing, markers
+    stay while their data does) leave the same committed and pending offsets."""
+    with open_manager(tmp_path, 1) as manager:
+        store = OffsetsStore.open(manager)
+        store.commit("g", {A0: OffsetAndMetadata(1), A1: OffsetAndMetadata(3)}, now_ms=T0)
+        txn_commit(store, "g", {A0: 5}, pid=1)
+        end_txn(manager, store, "g", commit=False, pid=1)
+        txn_commit(store, "g", {A1: 7}, pid=2)
+        end_txn(manager, store, "g", commit=True, pid=2)
+        store.commit("h", {B0: OffsetAndMetadata(2)}, now_ms=T0)
+        store.commit("h", {B0: OffsetAndMetadata(4)}, now_ms=T0)
+        log = manager.get_log(OFFSETS_TOPIC, 0)
+        log.roll()
+        txn_commit(store, "g", {A0: 9}, pid=3)  # still open at the cleaning
+        before = {g: offsets_of(store, g) for g in ("g", "h")}
+        assert before == {"g": {A0: 1, A1: 7}, "h": {B0: 4}}
+        records_before = sum(len(list(b)) for b in peer_batches(offsets_log_bytes(manager, 0)))
+        manager.clean_once(topic=OFFSETS_TOPIC)
+        records_after = sum(len(list(b)) for b in peer_batches(offsets_log_bytes(manager, 0)))
+        assert records_after < records_before  # the cleaner did remove records
+    with open_manager(tmp_path, 1) as manager:
+        store = OffsetsStore.open(manager)
+        assert {g: offsets_of(store, g) for g in ("g", "h")} == before
+        assert store.has_pending("g", A0)
+        end_txn(manager, store, "g", commit=True, pid=3)
+        assert offsets_of(store, "g") == {A0: 9, A1: 7}
