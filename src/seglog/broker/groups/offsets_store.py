@@ -11,7 +11,7 @@ topic exists whole with another partition count, that count is used (an offline 
 without the server's ``server.properties`` still finds the server's groups' partitions).
 
 **Writes** (record formats: :mod:`seglog.format.group_records`; each a magic 2 batch,
-CreateTime ``now_ms``, no producer id, uncompressed as Kafka's
+CreateTime ``now_ms``, no producer id (but TxnOffsetCommit's), uncompressed as Kafka's
 ``offsets.topic.compression.codec`` default):
 
 * :meth:`OffsetsStore.commit`: one OffsetCommit record per partition, all in **one batch**;
@@ -36,7 +36,9 @@ CreateTime ``now_ms``, no producer id, uncompressed as Kafka's
 written. The memory view changes only after the append returned, so it always equals what a
 reload would give. A deletion larger than one batch (``max.message.bytes``) is written in
 several batches, each atomic; a crash between them leaves some tombstones unwritten, which the
-next deletion or expiry writes again.
+next deletion or expiry writes again. A TxnOffsetCommit is one batch too, and its marker one
+control batch written by the transaction coordinator: after a crash a reload finds its offsets
+not written, all pending, or (marker written) all committed.
 
 **Load** (:meth:`OffsetsStore.load`, at start-up): every partition of the topic present here
 is replayed from its log start offset (:mod:`.offsets_replay`): the last value of a key wins,
