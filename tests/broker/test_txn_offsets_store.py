@@ -198,6 +198,7 @@ def test_deleting_a_group_does_not_let_its_commit_marker_resurrect_offsets(
         assert store.groups() == ["g"]
         assert store.delete_group("g", now_ms=T0) == 2  # A0 and the pending-only A1
         assert not store.has_pending("g", A1)
+        assert store.groups() == []
         end_txn(manager, store, "g", commit=True)
         assert store.committed("g") == {}
     with open_manager(tmp_path) as manager:

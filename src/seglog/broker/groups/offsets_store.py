@@ -142,7 +142,8 @@ class OffsetsStore:
     def groups(self) -> list[str]:
         """Every group with stored metadata, committed offsets or an open transaction, sorted."""
         with_offsets = {g for g, offsets in self._offsets.items() if offsets}
-        return sorted(set(self._metadata) | with_offsets | self._pending.groups())
+        pending = {g for g in self._pending.groups() if self._pending.partitions_of(g)}
+        return sorted(set(self._metadata) | with_offsets | pending)
 
     def group_metadata(self, group: str) -> GroupMetadataValue | None:
         """The group's last stored metadata, or None."""
