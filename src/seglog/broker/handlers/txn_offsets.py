@@ -9,10 +9,17 @@ In Kafka's order (``KafkaApis.handleTxnOffsetCommitRequest``, then the group coo
    here, UNKNOWN_TOPIC_OR_PARTITION; the rest go to the coordinator (when none is left, the
    answer is those errors);
 3. an empty group id is INVALID_GROUP_ID; ``__consumer_offsets`` that cannot be made here,
-   COORDINATOR_NOT_AVAILABLE; the group's check (v3 carries generation, member id and
-   instance id and is checked as an OffsetCommit is, except that a rebalance does not refuse
-   it; v0-2 carry none and are accepted whatever the group does; an unknown group is created
-   Empty) gives one error for every remaining partition;
+   COORDINATOR_NOT_AVAILABLE; when the server runs a transaction coordinator
+   (``BrokerState.txns``), the request is verified with it as Kafka 3.6+ does (KIP-890): the
+   producer id and epoch must be the transactional id's and the group's ``__consumer_offsets``
+   partition must be in its open transaction (AddOffsetsToTxn), else its error, translated as
+   Kafka translates it for these versions (PRODUCER_FENCED -> INVALID_PRODUCER_EPOCH,
+   TRANSACTION_ABORTABLE -> INVALID_TXN_STATE), so a zombie or a late request never opens a
+   transaction in ``__consumer_offsets`` that no marker would close; then the group's check
+   (v3 carries generation, member id and instance id and is checked as an OffsetCommit is,
+   except that a rebalance does not refuse it; v0-2 carry none and are accepted whatever the
+   group does; an unknown group is created Empty) gives one error for every remaining
+   partition;
 4. metadata longer than ``offset.metadata.max.bytes``: OFFSET_METADATA_TOO_LARGE;
 5. the rest are appended as **one transactional batch** of the request's producer id and epoch
    to the group's ``__consumer_offsets`` partition, and answered only after that append. They
@@ -27,8 +34,8 @@ coordinator maps MESSAGE_TOO_LARGE so), anything else COORDINATOR_NOT_AVAILABLE 
 
 Decisions where Kafka is silent: a negative producer id cannot name a transaction and is
 INVALID_PRODUCER_ID_MAPPING (Kafka would write the offsets as plain commits), a negative epoch
-INVALID_PRODUCER_EPOCH. Whether the producer added the group's partition to its transaction
-(AddOffsetsToTxn; Kafka 3.6+ verifies it with the transaction coordinator) is not checked here.
+INVALID_PRODUCER_EPOCH. A server without a transaction coordinator verifies nothing (the
+offsets stay pending until a marker is written by other means, e.g. ``WriteTxnMarkers``).
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from __future__ import annotations
 import logging
 
 from seglog.broker.authorization import Operation, ResourceType
-from seglog.broker.groups.offsets_store import OffsetAndMetadata
+from seglog.broker.groups.offsets_store import OFFSETS_TOPIC, OffsetAndMetadata
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import BrokerState, RequestContext
 from seglog.errors import (
@@ -61,6 +68,27 @@ _APPEND_ERRORS: tuple[tuple[type[SeglogError], ErrorCode], ...] = (
     (InvalidTxnStateError, ErrorCode.INVALID_TXN_STATE),
     (RecordTooLargeError, ErrorCode.UNKNOWN_SERVER_ERROR),
 )
+
+
+#: How a failed verification is answered (Kafka's translations for TxnOffsetCommit v0-3).
+_VERIFY_ERRORS = {
+    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+    ErrorCode.TRANSACTION_ABORTABLE: ErrorCode.INVALID_TXN_STATE,
+}
+
+
+def verify_with_coordinator(state: BrokerState, request: TxnOffsetCommitRequest) -> ErrorCode:
+    """The transaction coordinator's verdict on the request (NONE without a coordinator)."""
+    txns = getattr(state, "txns", None)
+    if txns is None:
+        return ErrorCode.NONE
+    offsets_tp = TopicPartition(OFFSETS_TOPIC, state.groups.store.partition_for(request.group_id))
+    error = ErrorCode(
+        txns.verify(
+            request.transactional_id, request.producer_id, request.producer_epoch, offsets_tp
+        )
+    )
+    return _VERIFY_ERRORS.get(error, error)
 
 
 def append_error_code(failure: SeglogError) -> ErrorCode:
@@ -138,6 +166,9 @@ def _commit(
         return dict.fromkeys(wanted, ErrorCode.INVALID_PRODUCER_EPOCH)
     if not service.ensure_offsets_topic():
         return dict.fromkeys(wanted, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    verified = verify_with_coordinator(state, request)
+    if verified is not ErrorCode.NONE:
+        return dict.fromkeys(wanted, verified)
     now = service.now_ms()
     error = service.coordinator.validate_offset_commit(
         request.group_id,
