@@ -30,6 +30,7 @@ from seglog.broker.handlers import (
     produce,
     producer_ids,
     txn_admin,
+    txn_offsets,
 )
 from seglog.broker.net.server import KafkaServer
 from seglog.broker.registry import ApiHandler
@@ -58,6 +59,7 @@ def all_handlers() -> list[ApiHandler]:
         *group_offsets.HANDLERS,
         *group_admin.HANDLERS,
         *txn_admin.HANDLERS,
+        *txn_offsets.HANDLERS,
     ]
 
 
