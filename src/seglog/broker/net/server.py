@@ -25,6 +25,21 @@ never copied in the process). Responses are written as parts: bytes with
 ``transport.write``, file ranges with ``loop.sendfile`` (``os.sendfile`` underneath), so record
 bytes go from the page cache to the socket without passing through Python.
 
+Listeners (:mod:`seglog.broker.server_config`): one socket per listener; ``SSL`` and
+``SASL_SSL`` ones wrap their connections in TLS
+(:func:`seglog.broker.security.tls.server_context`) and a connection is handed to the server
+only once its handshake succeeded, so a client that fails it (a plaintext client, an expired or
+untrusted certificate, a missing one under ``ssl.client.auth=required``) is dropped by
+asyncio's TLS layer alone, never reaching a handler (asyncio logs such failures only in debug
+mode); a silent client loses its connection after ``min(connections.max.idle.ms, 60 s)`` of
+handshake. Each connection's :class:`Session` is set here: its listener and security protocol,
+the principal of its client certificate (``User:<DN>``, see
+:mod:`seglog.broker.security.principal`) and ``authenticated=False`` on ``SASL_*`` listeners
+(the SASL exchange sets it). Over TLS a Fetch's file ranges cannot go by ``sendfile`` (the
+bytes must be encrypted in the process): they are read with ``os.pread`` in
+:data:`TLS_READ_BYTES` chunks and written through the TLS transport, under the same flow
+control and idle limit.
+
 Shutdown (:meth:`KafkaServer.stop`): the listening sockets close, idle connections close, every
 request already being handled is answered, then the connections close. A connection still busy
 after :data:`SHUTDOWN_GRACE_S` (a client that does not read its responses, so the write never
@@ -35,7 +50,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import os
 import socket
 import struct
 from dataclasses import dataclass, field
@@ -45,14 +62,19 @@ from seglog.broker.dispatch import Dispatcher, Parts
 from seglog.broker.file_records import FileRange, FileRangesRecords
 from seglog.broker.net.frame_protocol import FrameProtocol
 from seglog.broker.registry import CloseConnection
+from seglog.broker.security.principal import principal_of_certificate
+from seglog.broker.security.tls import server_context
 from seglog.broker.server_config import Listener, ServerConfig
-from seglog.broker.session import Session
+from seglog.broker.session import ANONYMOUS, Session
+from seglog.errors import InvalidCertificateError
 
 LOG = logging.getLogger("seglog.serve")
 _SIZE = struct.Struct(">i")
 
 
 SHUTDOWN_GRACE_S = 10.0
+TLS_HANDSHAKE_MAX_S = 60.0
+TLS_READ_BYTES = 1024 * 1024
 # Fetch (1), JoinGroup (11), SyncGroup (14): requests that may wait for other clients' requests.
 PARKING_API_KEYS = frozenset({1, 11, 14})
 
@@ -101,17 +123,24 @@ class KafkaServer:
     async def start(self) -> list[Listener]:
         """Bind every listener (port 0: a free port); returns the bound addresses."""
         loop = asyncio.get_running_loop()
+        contexts = {name: server_context(tls) for name, tls in self.config.tls.items()}
+        handshake_s = min(TLS_HANDSHAKE_MAX_S, self.config.connections_max_idle_ms / 1000)
         for listener in self.config.listeners:
+            context = contexts.get(listener.name)
             server = await loop.create_server(
-                lambda: FrameProtocol(self._connected),
+                functools.partial(FrameProtocol, functools.partial(self._connected, listener)),
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,
+                ssl=context,
+                ssl_handshake_timeout=handshake_s if context is not None else None,
             )
             self._servers.append(server)
             sock = server.sockets[0]
             host, port = sock.getsockname()[:2]
-            self.bound.append(Listener(listener.name, listener.host or host, port))
+            self.bound.append(
+                Listener(listener.name, listener.host or host, port, listener.security_protocol)
+            )
         return self.bound
 
     async def stop(self) -> None:
@@ -138,12 +167,16 @@ class KafkaServer:
         for server in self._servers:
             await server.wait_closed()
 
-    def _connected(self, reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.ensure_future(self._accept(reader, writer))
+    def _connected(
+        self, listener: Listener, reader: FrameProtocol, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.ensure_future(self._accept(listener, reader, writer))
         self._accepting.add(task)
         task.add_done_callback(self._accepting.discard)
 
-    async def _accept(self, reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
+    async def _accept(
+        self, listener: Listener, reader: FrameProtocol, writer: asyncio.StreamWriter
+    ) -> None:
         peer = writer.get_extra_info("peername")
         host = peer[0] if isinstance(peer, tuple) else "unknown"
         if self._stopping or len(self._connections) >= self.config.max_connections:
@@ -153,9 +186,12 @@ class KafkaServer:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        connection = _Connection(
-            writer, asyncio.current_task(), peer=str(host), session=Session(str(host))
-        )
+        session = _session(listener, str(host), writer)
+        if session is None:
+            self.stats.closed_bad += 1
+            writer.close()
+            return
+        connection = _Connection(writer, asyncio.current_task(), peer=str(host), session=session)
         self._connections.add(connection)
         self.stats.accepted += 1
         try:
@@ -221,6 +257,29 @@ class KafkaServer:
                 connection.busy = False
 
 
+def _session(listener: Listener, host: str, writer: asyncio.StreamWriter) -> Session | None:
+    """The new connection's session (see the module docstring); None when its client
+    certificate's subject does not parse (the connection is closed)."""
+    principal = ANONYMOUS
+    ssl_object = writer.get_extra_info("ssl_object")
+    if ssl_object is not None:
+        try:
+            principal = principal_of_certificate(ssl_object.getpeercert(binary_form=True)) or (
+                ANONYMOUS
+            )
+        except InvalidCertificateError as error:
+            LOG.warning("closing %s: its client certificate: %s", host, error)
+            return None
+    protocol = listener.security_protocol
+    return Session(
+        host,
+        listener=listener.name,
+        security_protocol=protocol,
+        principal=principal,
+        authenticated=not protocol.startswith("SASL_"),
+    )
+
+
 def _abort(writer: asyncio.StreamWriter) -> None:
     """Drop a connection whose client does not read: reset it (SO_LINGER 0) so that neither
     asyncio nor the kernel goes on trying to deliver the unread bytes."""
@@ -234,9 +293,20 @@ def _abort(writer: asyncio.StreamWriter) -> None:
 async def _send_range(
     loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter, file_range: FileRange
 ) -> None:
-    """``sendfile`` one range to the connection's socket (the transport is drained first)."""
-    with open(file_range.fileno(), "rb", buffering=0, closefd=False) as handle:
-        await loop.sendfile(writer.transport, handle, file_range.position, file_range.size)
+    """``sendfile`` one range to the connection's socket (the transport is drained first);
+    over TLS, ``pread`` chunks written through the transport (see the module docstring)."""
+    if writer.get_extra_info("sslcontext") is None:
+        with open(file_range.fileno(), "rb", buffering=0, closefd=False) as handle:
+            await loop.sendfile(writer.transport, handle, file_range.position, file_range.size)
+        return
+    position, end = file_range.position, file_range.position + file_range.size
+    while position < end:
+        chunk = os.pread(file_range.fileno(), min(TLS_READ_BYTES, end - position), position)
+        if not chunk:
+            raise ConnectionError(f"file range ended {end - position} byte(s) early")
+        writer.write(chunk)
+        position += len(chunk)
+        await writer.drain()
 
 
 async def _write_parts(writer: asyncio.StreamWriter, parts: Parts, idle_s: float) -> None:
