@@ -11,9 +11,9 @@ listener by kafka-python (the bytes on disk do not depend on the listener).
 from __future__ import annotations
 
 import pytest
-from conftest import TlsFactory, tls_properties
 from tls_certs import Pki
 from tls_clients import CLIENTS, produce_over_ssl, read_over_ssl
+from tls_server import TlsFactory, tls_properties
 
 
 def three_listeners(pki: Pki) -> dict[str, str]:

@@ -136,7 +136,6 @@ def make_pki(root: Path) -> Pki:
     ca_key, other_ca_key = new_key(), new_key()
     ca_name, other_ca_name = _name(O="seglog tests", CN="test CA"), _name(CN="other CA")
     ca = issue(ca_name, ca_key, ca=True)
-    other_ca = issue(other_ca_name, other_ca_key, ca=True)
     (root / "ca.pem").write_bytes(cert_pem(ca))
     server_key = new_key()
     server = issue(_name(CN="localhost"), server_key, (ca_name, ca_key), server=True)

@@ -71,7 +71,7 @@ def produce_over_ssl(
     error) unless every one was acknowledged."""
     if client == "kcat":
         text = b"".join(k + b"\t" + v + b"\n" for k, v in pairs)
-        args = _kcat_args(kcat, bootstrap, pki, identity) + ["-P", "-t", topic, "-p", "0"]
+        args = [*_kcat_args(kcat, bootstrap, pki, identity), "-P", "-t", topic, "-p", "0"]
         result = subprocess.run(
             [*args, "-K", "\t"], input=text, capture_output=True, timeout=TIMEOUT_S, check=False
         )
@@ -166,9 +166,7 @@ def _confluent_read(bootstrap: str, pki: Pki, identity: str | None, topic: str) 
         consumer.close()
 
 
-def _kafka_python_read(
-    bootstrap: str, pki: Pki, identity: str | None, topic: str
-) -> list[Record]:
+def _kafka_python_read(bootstrap: str, pki: Pki, identity: str | None, topic: str) -> list[Record]:
     from kafka import KafkaConsumer, TopicPartition
 
     consumer = KafkaConsumer(

@@ -14,7 +14,10 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+
+from tls_certs import Pki
 
 READY = "seglog serve: listening on "
 TIMEOUT_S = 60.0
@@ -100,3 +103,20 @@ class TlsServe:
             return "(no server stderr)"
         text = self.stderr_path.read_text(errors="replace").splitlines()
         return "server stderr (tail):\n" + "\n".join(text[-lines:])
+
+
+def tls_properties(pki: Pki, client_auth: str = "none", **extra: str) -> dict[str, str]:
+    """A PLAINTEXT and an SSL listener on loopback; the SSL one reads ``server.pem``."""
+    return {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki.server_keystore),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(pki.ca),
+        "ssl.client.auth": client_auth,
+        "group.initial.rebalance.delay.ms": "0",
+        **extra,
+    }
+
+
+TlsFactory = Callable[..., TlsServe]
