@@ -86,9 +86,20 @@ def assert_topic_absent(server: TlsServe, kcat: str, topic: str) -> None:
     assert f'"{topic}"'.encode() not in result.stdout, result.stdout
 
 
-@pytest.mark.parametrize("identity", ["expired", "stranger", None])
+def server_log(server: TlsServe) -> str:
+    return server.stderr_path.read_text(errors="replace")
+
+
+@pytest.mark.parametrize(
+    ("identity", "reason"),
+    [
+        ("expired", "certificate has expired"),
+        ("stranger", "unable to get local issuer certificate"),
+        (None, "peer did not return a certificate"),
+    ],
+)
 def test_bad_or_missing_client_certificate_is_refused_and_nothing_written(
-    identity: str | None, pki: Pki, tls_serve: TlsFactory, kcat: str
+    identity: str | None, reason: str, pki: Pki, tls_serve: TlsFactory, kcat: str
 ) -> None:
     server = tls_serve(tls_properties(pki, client_auth="required"))
     with pytest.raises((ssl.SSLError, EOFError, ConnectionResetError)):
@@ -108,6 +119,9 @@ def test_bad_or_missing_client_certificate_is_refused_and_nothing_written(
     assert b"Broker transport failure" in result.stderr or b"SSL" in result.stderr, result.stderr
     assert_topic_absent(server, kcat, topic)
     assert_served(server, pki)
+    # the server says why, naming the client and the listener
+    assert "closing 127.0.0.1: TLS handshake on SSL://127.0.0.1:" in server_log(server)
+    assert reason in server_log(server), server.log_tail()
 
 
 def test_expired_certificate_refused_where_a_valid_one_is_served(
@@ -168,3 +182,4 @@ def test_plaintext_client_on_the_tls_port_is_refused_and_the_server_stays_up(
             raw.sendall(b"\x16\x03\x01\x00\x05garbage" + FRAME)
     assert_topic_absent(server, kcat, "cleartext")
     assert_served(server, pki)
+    assert "a client not speaking TLS? check its security.protocol" in server_log(server)

@@ -27,18 +27,20 @@ bytes go from the page cache to the socket without passing through Python.
 
 Listeners (:mod:`seglog.broker.server_config`): one socket per listener; ``SSL`` and
 ``SASL_SSL`` ones wrap their connections in TLS
-(:func:`seglog.broker.security.tls.server_context`) and a connection is handed to the server
-only once its handshake succeeded, so a client that fails it (a plaintext client, an expired or
-untrusted certificate, a missing one under ``ssl.client.auth=required``) is dropped by
-asyncio's TLS layer alone, never reaching a handler (asyncio logs such failures only in debug
-mode); a silent client loses its connection after ``min(connections.max.idle.ms, 60 s)`` of
-handshake. Each connection's :class:`Session` is set here: its listener and security protocol,
-the principal of its client certificate (``User:<DN>``, see
-:mod:`seglog.broker.security.principal`) and ``authenticated=False`` on ``SASL_*`` listeners
-(the SASL exchange sets it). Over TLS a Fetch's file ranges cannot go by ``sendfile`` (the
-bytes must be encrypted in the process): they are read with ``os.pread`` in
-:data:`TLS_READ_BYTES` chunks and written through the TLS transport, under the same flow
-control and idle limit.
+(:func:`seglog.broker.security.tls.server_context`): an accepted connection reads nothing
+until ``loop.start_tls`` has made the handshake, and serves requests only once it succeeded,
+so a client that fails it (a plaintext client, an expired or untrusted certificate, a missing
+one under ``ssl.client.auth=required``) never reaches a handler: its connection is closed, the
+failure counted (``ServerStats.tls_failed``) and logged at INFO with OpenSSL's reason (asyncio
+closes the socket without sending the TLS alert, so the client sees the connection closed); a
+silent client loses its connection after ``min(connections.max.idle.ms, 60 s)`` of handshake.
+Connections in their handshake count against ``max.connections``. Each connection's
+:class:`Session` is set here: its listener and security protocol, the principal of its client
+certificate (``User:<DN>``, see :mod:`seglog.broker.security.principal`) and
+``authenticated=False`` on ``SASL_*`` listeners (the SASL exchange sets it). Over TLS a
+Fetch's file ranges cannot go by ``sendfile`` (the bytes must be encrypted in the process):
+they are read with ``os.pread`` in :data:`TLS_READ_BYTES` chunks and written through the TLS
+transport, under the same flow control and idle limit.
 
 Shutdown (:meth:`KafkaServer.stop`): the listening sockets close, idle connections close, every
 request already being handled is answered, then the connections close. A connection still busy
@@ -54,6 +56,7 @@ import functools
 import logging
 import os
 import socket
+import ssl
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,6 +94,9 @@ class _Connection:
     busy: bool = False
     peer: str = ""
     session: Session = field(default_factory=lambda: Session("unknown"))
+    # Under TLS, the writer of the TCP transport beneath: kept while the connection lives, as
+    # a StreamWriter closes its transport when it is garbage-collected.
+    tcp_writer: asyncio.StreamWriter | None = None
 
 
 @dataclass(slots=True)
@@ -102,6 +108,7 @@ class ServerStats:
     closed_idle: int = 0
     closed_bad: int = 0
     requests: int = 0
+    tls_failed: int = 0
     active: set[int] = field(default_factory=set)
 
 
@@ -119,21 +126,22 @@ class KafkaServer:
         self._stopping = False
         self.stats = ServerStats()
         self.bound: list[Listener] = []
+        self._contexts: dict[str, ssl.SSLContext] = {}
 
     async def start(self) -> list[Listener]:
         """Bind every listener (port 0: a free port); returns the bound addresses."""
         loop = asyncio.get_running_loop()
-        contexts = {name: server_context(tls) for name, tls in self.config.tls.items()}
-        handshake_s = min(TLS_HANDSHAKE_MAX_S, self.config.connections_max_idle_ms / 1000)
+        self._contexts = {name: server_context(tls) for name, tls in self.config.tls.items()}
         for listener in self.config.listeners:
-            context = contexts.get(listener.name)
             server = await loop.create_server(
-                functools.partial(FrameProtocol, functools.partial(self._connected, listener)),
+                functools.partial(
+                    FrameProtocol,
+                    functools.partial(self._connected, listener),
+                    start_paused=listener.name in self._contexts,
+                ),
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,
-                ssl=context,
-                ssl_handshake_timeout=handshake_s if context is not None else None,
             )
             self._servers.append(server)
             sock = server.sockets[0]
@@ -178,7 +186,7 @@ class KafkaServer:
         self, listener: Listener, reader: FrameProtocol, writer: asyncio.StreamWriter
     ) -> None:
         peer = writer.get_extra_info("peername")
-        host = peer[0] if isinstance(peer, tuple) else "unknown"
+        host = str(peer[0] if isinstance(peer, tuple) else "unknown")
         if self._stopping or len(self._connections) >= self.config.max_connections:
             self.stats.refused += 1
             writer.close()
@@ -186,15 +194,26 @@ class KafkaServer:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        session = _session(listener, str(host), writer)
-        if session is None:
-            self.stats.closed_bad += 1
-            writer.close()
-            return
-        connection = _Connection(writer, asyncio.current_task(), peer=str(host), session=session)
-        self._connections.add(connection)
-        self.stats.accepted += 1
+        connection = _Connection(writer, asyncio.current_task(), peer=host)
+        self._connections.add(connection)  # a handshake in progress counts as a connection
         try:
+            context = self._contexts.get(listener.name)
+            if context is not None:
+                try:
+                    secured = await self._handshake(listener, host, reader, writer, context)
+                except asyncio.CancelledError:  # shutdown: start_tls closed the connection
+                    secured = None
+                if secured is None:
+                    return  # closed by start_tls, which owns the transport until it returns
+                connection.tcp_writer, connection.writer = writer, secured
+                writer = secured
+            session = _session(listener, host, writer)
+            if session is None:
+                self.stats.closed_bad += 1
+                writer.close()
+                return
+            connection.session = session
+            self.stats.accepted += 1
             await self._serve(connection, reader)
         except asyncio.CancelledError:
             pass
@@ -202,9 +221,39 @@ class KafkaServer:
             pass  # the client went away mid-frame, or the connection idled out
         finally:
             self._connections.discard(connection)
-            writer.close()
-            with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
-                await writer.wait_closed()
+        writer.close()
+        with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
+            await writer.wait_closed()
+
+    async def _handshake(
+        self,
+        listener: Listener,
+        host: str,
+        reader: FrameProtocol,
+        writer: asyncio.StreamWriter,
+        context: ssl.SSLContext,
+    ) -> asyncio.StreamWriter | None:
+        """The TLS handshake of a new connection; its writer over TLS, or None when it failed
+        (logged with OpenSSL's reason, counted in ``stats.tls_failed``; the connection is
+        closed)."""
+        loop = asyncio.get_running_loop()
+        handshake_s = min(TLS_HANDSHAKE_MAX_S, self.config.connections_max_idle_ms / 1000)
+        try:
+            transport = await loop.start_tls(
+                writer.transport,
+                reader,
+                context,
+                server_side=True,
+                ssl_handshake_timeout=handshake_s,
+            )
+        except (OSError, TimeoutError) as error:  # ssl.SSLError is an OSError
+            self.stats.tls_failed += 1
+            LOG.info("closing %s: TLS handshake on %s failed: %s", host, listener, _why(error))
+            return None
+        if transport is None:  # the client closed during the handshake
+            self.stats.tls_failed += 1
+            return None
+        return reader.switch_transport(transport)
 
     async def _serve(self, connection: _Connection, reader: FrameProtocol) -> None:
         idle_s = self.config.connections_max_idle_ms / 1000
@@ -255,6 +304,18 @@ class KafkaServer:
                         return
             finally:
                 connection.busy = False
+
+
+_CLEARTEXT_REASONS = ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_LAYER")
+
+
+def _why(error: BaseException) -> str:
+    """A failed handshake's reason, with a hint for the usual misconfiguration."""
+    reason = getattr(error, "reason", None) or ""
+    text = str(error) or type(error).__name__
+    if isinstance(error, ssl.SSLError) and any(r in reason for r in _CLEARTEXT_REASONS):
+        return f"{text} (a client not speaking TLS? check its security.protocol)"
+    return text
 
 
 def _session(listener: Listener, host: str, writer: asyncio.StreamWriter) -> Session | None:
