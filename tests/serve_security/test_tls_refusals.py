@@ -183,3 +183,16 @@ def test_plaintext_client_on_the_tls_port_is_refused_and_the_server_stays_up(
     assert_topic_absent(server, kcat, "cleartext")
     assert_served(server, pki)
     assert "a client not speaking TLS? check its security.protocol" in server_log(server)
+
+
+def test_a_client_silent_in_its_handshake_is_closed_at_the_idle_limit(
+    pki: Pki, tls_serve: TlsFactory
+) -> None:
+    """``connections.max.idle.ms`` bounds the handshake too: a client that connects to the TLS
+    port and sends nothing is closed by the server (the read below ends instead of blocking
+    for its 30 s timeout), and the server goes on serving."""
+    server = tls_serve(tls_properties(pki, **{"connections.max.idle.ms": "1000"}))
+    with socket.create_connection(_host_port(server.bootstrap("SSL")), timeout=30) as raw:
+        assert raw.recv(4096) == b""  # closed by the server, nothing sent
+    assert_served(server, pki)
+    assert "TLS handshake on SSL://" in server_log(server), server.log_tail()
