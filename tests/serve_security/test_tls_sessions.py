@@ -163,3 +163,27 @@ def test_required_client_auth_listener_refuses_a_client_without_certificate(
     with tls_client(served.address("MTLS"), pki, "alice") as sock:
         exchange(sock, API_VERSIONS_V0)
     assert [s.principal for s in served.sessions] == [ALICE_PRINCIPAL]
+
+
+@pytest.mark.parametrize(
+    ("rules", "principal"),
+    [
+        ("RULE:^CN=(.*?),OU=(.*?),.*$/$1@$2/U, DEFAULT", "User:ALICE@ENG"),
+        ("RULE:^CN=bob,.*$/bob/", None),  # no rule applies: refused, as Kafka fails the login
+    ],
+)
+def test_principal_mapping_rules_of_the_listener(
+    tmp_path: Path, pki: Pki, rules: str, principal: str | None
+) -> None:
+    props = properties(pki) | {"listener.name.mtls.ssl.principal.mapping.rules": rules}
+    server = InProcessServer(tmp_path / "data", ServerConfig.from_properties(props))
+    try:
+        with tls_client(server.address("MTLS"), pki, "alice") as sock:
+            if principal is None:
+                with pytest.raises((EOFError, ConnectionResetError, ssl.SSLError)):
+                    exchange(sock, API_VERSIONS_V0)
+            else:
+                exchange(sock, API_VERSIONS_V0)
+        assert [s.principal for s in server.sessions] == ([principal] if principal else [])
+    finally:
+        server.close()

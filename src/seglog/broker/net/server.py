@@ -66,6 +66,11 @@ from seglog.broker.file_records import FileRange, FileRangesRecords
 from seglog.broker.net.frame_protocol import FrameProtocol
 from seglog.broker.registry import CloseConnection
 from seglog.broker.security.principal import principal_of_certificate
+from seglog.broker.security.principal_rules import (
+    DEFAULT_RULES,
+    NoMatchingRuleError,
+    PrincipalRule,
+)
 from seglog.broker.security.tls import server_context
 from seglog.broker.server_config import Listener, ServerConfig
 from seglog.broker.session import ANONYMOUS, Session
@@ -207,7 +212,9 @@ class KafkaServer:
                     return  # closed by start_tls, which owns the transport until it returns
                 connection.tcp_writer, connection.writer = writer, secured
                 writer = secured
-            session = _session(listener, host, writer)
+            tls = self.config.tls.get(listener.name)
+            rules = tls.principal_rules if tls is not None else DEFAULT_RULES
+            session = _session(listener, host, writer, rules)
             if session is None:
                 self.stats.closed_bad += 1
                 writer.close()
@@ -318,18 +325,23 @@ def _why(error: BaseException) -> str:
     return text
 
 
-def _session(listener: Listener, host: str, writer: asyncio.StreamWriter) -> Session | None:
+def _session(
+    listener: Listener,
+    host: str,
+    writer: asyncio.StreamWriter,
+    rules: tuple[PrincipalRule, ...],
+) -> Session | None:
     """The new connection's session (see the module docstring); None when its client
-    certificate's subject does not parse (the connection is closed)."""
+    certificate's subject does not parse or no ``ssl.principal.mapping.rules`` rule applies
+    to it (the connection is closed, as Kafka fails its authentication)."""
     principal = ANONYMOUS
     ssl_object = writer.get_extra_info("ssl_object")
     if ssl_object is not None:
+        certificate = ssl_object.getpeercert(binary_form=True)
         try:
-            principal = principal_of_certificate(ssl_object.getpeercert(binary_form=True)) or (
-                ANONYMOUS
-            )
-        except InvalidCertificateError as error:
-            LOG.warning("closing %s: its client certificate: %s", host, error)
+            principal = principal_of_certificate(certificate, rules) or ANONYMOUS
+        except (InvalidCertificateError, NoMatchingRuleError) as error:
+            LOG.warning("closing %s on %s: its client certificate: %s", host, listener, error)
             return None
     protocol = listener.security_protocol
     return Session(

@@ -1,6 +1,7 @@
 """The principal of a client certificate: its subject's distinguished name, as Kafka gives it.
 
-Kafka's default ``ssl.principal.mapping.rules=DEFAULT`` names an SSL client ``User:<DN>``,
+Kafka's default ``ssl.principal.mapping.rules=DEFAULT`` names an SSL client ``User:<DN>``
+(other rules map the DN to a shorter name: :mod:`seglog.broker.security.principal_rules`),
 where ``<DN>`` is Java's ``X500Principal.getName()`` of the certificate's subject: RFC 2253
 text, most specific RDN first (the reverse of the DER order), e.g.
 ``User:CN=alice,OU=eng,O=Acme,C=US``. :func:`subject_dn` produces that text from the
@@ -20,6 +21,7 @@ parse raises :class:`seglog.errors.InvalidCertificateError`.
 
 from __future__ import annotations
 
+from seglog.broker.security.principal_rules import DEFAULT_RULES, PrincipalRule, principal_name
 from seglog.errors import InvalidCertificateError
 
 _SEQUENCE, _SET, _OID, _CONTEXT_0 = 0x30, 0x31, 0x06, 0xA0
@@ -147,8 +149,16 @@ def subject_dn(certificate: bytes) -> str:
     return ",".join(reversed(rdns))
 
 
-def principal_of_certificate(certificate: bytes | None) -> str | None:
-    """``User:<DN>`` of a client certificate (DER), None without one."""
+def principal_of_certificate(
+    certificate: bytes | None, rules: tuple[PrincipalRule, ...] = DEFAULT_RULES
+) -> str | None:
+    """``User:<name>`` of a client certificate (DER), None without one; the name is the
+    subject's DN mapped by ``ssl.principal.mapping.rules`` (DEFAULT: the DN itself).
+
+    Raises:
+        InvalidCertificateError: the certificate's subject does not parse.
+        NoMatchingRuleError: no mapping rule applies to the DN (the client is refused).
+    """
     if not certificate:
         return None
-    return f"User:{subject_dn(certificate)}"
+    return f"User:{principal_name(rules, subject_dn(certificate))}"

@@ -17,7 +17,7 @@ ssl.truststore.location             none                 PEM file: CAs trusted f
 ssl.truststore.certificates         none                 the same, inline
 ssl.client.auth                     none                 required | requested | none
 ssl.enabled.protocols               TLSv1.2,TLSv1.3      the TLS versions accepted
-ssl.principal.mapping.rules         DEFAULT              only DEFAULT: the subject's RFC 2253 DN
+ssl.principal.mapping.rules         DEFAULT              DN -> principal name (``principal_rules``)
 ==================================  ===================  ==========================================
 
 Decisions, each for a demanding user's safety or clarity:
@@ -45,6 +45,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from seglog.broker.security.principal_rules import DEFAULT_RULES, PrincipalRule, parse_rules
 from seglog.errors import InvalidConfigError
 
 CLIENT_AUTH = ("required", "requested", "none")
@@ -74,6 +75,7 @@ class TlsSettings:
     truststore_certificates: str | None = None
     client_auth: str = "none"
     protocols: tuple[str, ...] = ("TLSv1.2", "TLSv1.3")
+    principal_rules: tuple[PrincipalRule, ...] = DEFAULT_RULES
     keys: tuple[tuple[str, str], ...] = ()
 
     def key(self, name: str) -> str:
@@ -162,12 +164,9 @@ class TlsSettings:
                 f"{key_of('ssl.cipher.suites')} (listener {listener}): not supported; the "
                 "OpenSSL defaults of the enabled TLS versions are used"
             )
-        rules = (get("ssl.principal.mapping.rules") or "DEFAULT").strip()
-        if rules != "DEFAULT":
-            raise InvalidConfigError(
-                f"{key_of('ssl.principal.mapping.rules')}={rules!r} (listener {listener}): only "
-                "DEFAULT (the certificate subject's distinguished name) is supported"
-            )
+        rules = parse_rules(
+            get("ssl.principal.mapping.rules"), key_of("ssl.principal.mapping.rules")
+        )
         names = (
             "ssl.keystore.location",
             "ssl.keystore.key",
@@ -185,6 +184,7 @@ class TlsSettings:
             truststore_certificates=trust_inline,
             client_auth=client_auth,
             protocols=protocols,
+            principal_rules=rules,
             keys=tuple((name, key_of(name)) for name in names),
         )
 
