@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fetch-mb", type=int, default=256)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="a smoke run (tiny sizes)")
-    args = parser.parse_args(argv)
+    args, _others = parser.parse_known_args(argv)  # bench.run_all passes others' options
     if args.quick:
         args.records, args.fetch_mb, args.repeat = 2_000, 2, 1
     workdir = Path(tempfile.mkdtemp(prefix="bench-serve-security-"))
