@@ -138,7 +138,7 @@ def test_sessions_carry_listener_protocol_and_certificate_principal(
     ]
     for listener, identity, protocol, principal, authenticated in cases:
         address = served.address(listener)
-        if listener == "PLAINTEXT":
+        if listener in ("PLAINTEXT", "SASL_PLAINTEXT"):
             sock: socket.socket = socket.create_connection(address, 30)
         else:
             sock = tls_client(address, pki, identity)
