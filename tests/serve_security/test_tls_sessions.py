@@ -1,12 +1,12 @@
 """The network edge sets each connection's Session: listener, protocol, principal, authenticated.
 
 An in-process server (the real :class:`KafkaServer`, :class:`Dispatcher` and handlers, on a
-real data directory) with five listeners at once, each with its own TLS settings given as
+real data directory) with six listeners at once, each with its own TLS settings given as
 ``listener.name.<name>.ssl.*`` overrides: ``PLAINTEXT``; ``SSL`` with an inline PEM key and
 chain; ``MTLS`` (mapped to SSL) with the key encrypted in its file (``ssl.key.password``) and
-``ssl.client.auth=required``; ``SASL_SSL`` and ``SASL_PLAINTEXT``. The ApiVersions handler
-is wrapped to record the session every request arrives with. Metadata answers each client
-with the address of the listener it came in on, as Kafka does.
+``ssl.client.auth=required``; ``OPT`` (SSL, ``requested``); ``SASL_SSL``; ``SASL_PLAINTEXT``.
+The ApiVersions handler is wrapped to record the session every request arrives with. Metadata
+answers each client with the address of the listener it came in on, as Kafka does.
 """
 
 from __future__ import annotations
@@ -41,9 +41,12 @@ METADATA_V1_ALL = struct.pack(">hhih", 3, 1, 2, 3) + b"raw" + struct.pack(">i", 
 def properties(pki: Pki) -> dict[str, str]:
     return {
         "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,MTLS://127.0.0.1:0,"
-        "SASL_SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "SASL_SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,OPT://127.0.0.1:0",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL,SASL_SSL:SASL_SSL,"
-        "SASL_PLAINTEXT:SASL_PLAINTEXT",
+        "SASL_PLAINTEXT:SASL_PLAINTEXT,OPT:SSL",
+        "listener.name.opt.ssl.keystore.location": str(pki.server_keystore),
+        "listener.name.opt.ssl.truststore.location": str(pki.ca),
+        "listener.name.opt.ssl.client.auth": "requested",
         "listener.name.ssl.ssl.keystore.key": (pki.root / "server.key").read_text(),
         "listener.name.ssl.ssl.keystore.certificate.chain": (pki.root / "server.chain").read_text(),
         "listener.name.mtls.ssl.keystore.location": str(pki.server_keystore_encrypted),
@@ -135,6 +138,8 @@ def test_sessions_carry_listener_protocol_and_certificate_principal(
         ("MTLS", "alice", "SSL", ALICE_PRINCIPAL, True),
         ("SASL_SSL", None, "SASL_SSL", ANONYMOUS, False),  # until a SASL exchange succeeds
         ("SASL_PLAINTEXT", None, "SASL_PLAINTEXT", ANONYMOUS, False),
+        ("OPT", None, "SSL", ANONYMOUS, True),  # requested: a client may send none
+        ("OPT", "alice", "SSL", ALICE_PRINCIPAL, True),
     ]
     for listener, identity, protocol, principal, authenticated in cases:
         address = served.address(listener)
