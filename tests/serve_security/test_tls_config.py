@@ -176,7 +176,7 @@ def test_server_context_errors_name_the_key_and_file(pki: Pki, tmp_path: Path) -
     key_only.write_text((pki.root / "server.key").read_text())
     with pytest.raises(InvalidConfigError, match="cannot load the private key and certificate"):
         context_of({"ssl.keystore.location": str(key_only)})
-    with pytest.raises(InvalidConfigError, match=r"ssl.truststore.certificates: cannot load"):
+    with pytest.raises(InvalidConfigError, match=r"ssl.truststore.certificates: no PEM block"):
         context_of(
             {"ssl.keystore.location": str(pki.server_keystore), "ssl.truststore.certificates": "x"}
         )
@@ -255,3 +255,22 @@ def test_a_certificate_that_does_not_parse_raises_a_typed_error() -> None:
     for broken in (der[:40], b"\x31\x03abc", der[:1] + b"\x85" + der[2:]):
         with pytest.raises(InvalidCertificateError):
             subject_dn(broken)
+
+
+def test_inline_pem_without_line_breaks_is_accepted(pki: Pki) -> None:
+    """As Kafka: a PEM value on one line (or joined by properties continuations) loads."""
+
+    def one_line(path: Path) -> str:
+        return " ".join(path.read_text().split("\n"))
+
+    inline = {
+        "ssl.keystore.key": one_line(pki.root / "server.key"),
+        "ssl.keystore.certificate.chain": one_line(pki.root / "server.chain"),
+        "ssl.truststore.certificates": one_line(pki.ca),
+        "ssl.client.auth": "required",
+    }
+    assert "\n" not in inline["ssl.keystore.certificate.chain"]
+    context = server_context(TlsSettings.from_properties(inline, "SSL"))
+    assert context.verify_mode.name == "CERT_REQUIRED"
+    with pytest.raises(InvalidConfigError, match=r"ssl.keystore.key: no PEM block"):
+        server_context(TlsSettings.from_properties(inline | {"ssl.keystore.key": "MIIE"}, "SSL"))

@@ -21,45 +21,16 @@ import subprocess
 
 import pytest
 from tls_certs import Pki
-from tls_clients import librdkafka_ssl, produce_over_ssl, read_over_ssl
+from tls_clients import (
+    FRAME,
+    host_port,
+    kafka_response_over_tls,
+    librdkafka_ssl,
+    produce_over_ssl,
+    read_frame,
+    read_over_ssl,
+)
 from tls_server import TlsFactory, TlsServe, tls_properties
-
-# ApiVersions v0, correlation id 7, client id "raw": the first request of every Kafka client.
-API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, 3) + b"raw"
-FRAME = struct.pack(">i", len(API_VERSIONS_V0)) + API_VERSIONS_V0
-
-
-def _host_port(address: str) -> tuple[str, int]:
-    host, _, port = address.rpartition(":")
-    return host, int(port)
-
-
-def kafka_response_over_tls(address: str, pki: Pki, identity: str | None) -> bytes:
-    """Handshake (trusting the test CA, presenting ``identity``'s certificate if given), send
-    ApiVersions and return the response's bytes; raises ``ssl.SSLError`` or ``EOFError``."""
-    context = ssl.create_default_context(cafile=str(pki.ca))
-    if identity is not None:
-        context.load_cert_chain(str(pki.cert(identity)), str(pki.key(identity)))
-    with (
-        socket.create_connection(_host_port(address), timeout=30) as raw,
-        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
-    ):
-        tls.sendall(FRAME)
-        return _read_frame(tls)
-
-
-def _read_frame(sock: socket.socket) -> bytes:
-    def exactly(size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            chunk = sock.recv(size - len(data))
-            if not chunk:
-                raise EOFError(f"closed after {len(data)} of {size} bytes")
-            data += chunk
-        return data
-
-    (size,) = struct.unpack(">i", exactly(4))
-    return exactly(size)
 
 
 def assert_served(server: TlsServe, pki: Pki) -> None:
@@ -67,9 +38,9 @@ def assert_served(server: TlsServe, pki: Pki) -> None:
     assert server.alive(), server.log_tail()
     response = kafka_response_over_tls(server.bootstrap("SSL"), pki, "alice")
     assert struct.unpack(">ih", response[:6]) == (7, 0)  # correlation id, error NONE
-    with socket.create_connection(_host_port(server.bootstrap("PLAINTEXT")), timeout=30) as raw:
+    with socket.create_connection(host_port(server.bootstrap("PLAINTEXT")), timeout=30) as raw:
         raw.sendall(FRAME)
-        assert struct.unpack(">ih", _read_frame(raw)[:6]) == (7, 0)
+        assert struct.unpack(">ih", read_frame(raw)[:6]) == (7, 0)
 
 
 def assert_topic_absent(server: TlsServe, kcat: str, topic: str) -> None:
@@ -151,7 +122,7 @@ def test_plaintext_client_on_the_tls_port_is_refused_and_the_server_stays_up(
 ) -> None:
     server = tls_serve(tls_properties(pki))
     # A raw Kafka request in clear text: the TLS layer takes it for a bad handshake.
-    with socket.create_connection(_host_port(server.bootstrap("SSL")), timeout=30) as raw:
+    with socket.create_connection(host_port(server.bootstrap("SSL")), timeout=30) as raw:
         raw.sendall(FRAME)
         received = b""
         while chunk := raw.recv(4096):
@@ -178,7 +149,7 @@ def test_plaintext_client_on_the_tls_port_is_refused_and_the_server_stays_up(
     assert result.returncode != 0, result.stderr
     # Many at once: the server keeps serving.
     for _ in range(20):
-        with socket.create_connection(_host_port(server.bootstrap("SSL")), timeout=30) as raw:
+        with socket.create_connection(host_port(server.bootstrap("SSL")), timeout=30) as raw:
             raw.sendall(b"\x16\x03\x01\x00\x05garbage" + FRAME)
     assert_topic_absent(server, kcat, "cleartext")
     assert_served(server, pki)
@@ -192,7 +163,7 @@ def test_a_client_silent_in_its_handshake_is_closed_at_the_idle_limit(
     port and sends nothing is closed by the server (the read below ends instead of blocking
     for its 30 s timeout), and the server goes on serving."""
     server = tls_serve(tls_properties(pki, **{"connections.max.idle.ms": "1000"}))
-    with socket.create_connection(_host_port(server.bootstrap("SSL")), timeout=30) as raw:
+    with socket.create_connection(host_port(server.bootstrap("SSL")), timeout=30) as raw:
         assert raw.recv(4096) == b""  # closed by the server, nothing sent
     assert_served(server, pki)
     assert "TLS handshake on SSL://" in server_log(server), server.log_tail()

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import ssl
+import struct
 import subprocess
 import time
 from typing import Any
@@ -211,3 +214,41 @@ async def _aiokafka_read(
         return out
     finally:
         await consumer.stop()
+
+
+# ApiVersions v0, correlation id 7, client id "raw": the first request of every Kafka client.
+API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 7, 3) + b"raw"
+FRAME = struct.pack(">i", len(API_VERSIONS_V0)) + API_VERSIONS_V0
+
+
+def host_port(address: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    return host, int(port)
+
+
+def kafka_response_over_tls(address: str, pki: Pki, identity: str | None) -> bytes:
+    """Handshake (trusting the test CA, presenting ``identity``'s certificate if given), send
+    ApiVersions and return the response's bytes; raises ``ssl.SSLError`` or ``EOFError``."""
+    context = ssl.create_default_context(cafile=str(pki.ca))
+    if identity is not None:
+        context.load_cert_chain(str(pki.cert(identity)), str(pki.key(identity)))
+    with (
+        socket.create_connection(host_port(address), timeout=30) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        tls.sendall(FRAME)
+        return read_frame(tls)
+
+
+def read_frame(sock: socket.socket) -> bytes:
+    def exactly(size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = sock.recv(size - len(data))
+            if not chunk:
+                raise EOFError(f"closed after {len(data)} of {size} bytes")
+            data += chunk
+        return data
+
+    (size,) = struct.unpack(">i", exactly(4))
+    return exactly(size)

@@ -35,13 +35,17 @@ Decisions, each for a demanding user's safety or clarity:
   ``ssl.cipher.suites`` (Java's cipher names) is refused rather than silently ignored; the
   default OpenSSL suites of those versions are used.
 * An encrypted key without ``ssl.key.password`` is an error, never a terminal prompt.
+* Inline PEM values may lose their line breaks (one line, or backslash continuations in
+  ``server.properties``), as Kafka allows: they are re-wrapped (:func:`normalize_pem`).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import ssl
 import tempfile
+import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -55,6 +59,7 @@ _VERIFY_MODE = {
     "requested": ssl.CERT_OPTIONAL,
     "none": ssl.CERT_NONE,
 }
+_PEM_BLOCK = re.compile(r"-----BEGIN ([A-Z0-9 ]+)-----(.*?)-----END \1-----", re.DOTALL)
 _CONVERT = (
     "convert it to PEM (keytool -importkeystore -deststoretype PKCS12, then openssl pkcs12 "
     "-nodes) and set {key}=PEM"
@@ -173,6 +178,7 @@ class TlsSettings:
             "ssl.key.password",
             "ssl.truststore.location",
             "ssl.truststore.certificates",
+            "ssl.keystore.certificate.chain",
         )
         return cls(
             listener=listener,
@@ -208,8 +214,12 @@ def server_context(settings: TlsSettings) -> ssl.SSLContext:
             path = os.path.join(private, "keystore.pem")
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "w") as handle:
-                handle.write(settings.keystore_key.strip() + "\n")
-                handle.write(settings.keystore_chain.strip() + "\n")
+                handle.write(normalize_pem(settings.keystore_key, settings.key("ssl.keystore.key")))
+                handle.write(
+                    normalize_pem(
+                        settings.keystore_chain, settings.key("ssl.keystore.certificate.chain")
+                    )
+                )
             _load_chain(context, settings, path, "ssl.keystore.key")
     context.verify_mode = _VERIFY_MODE[settings.client_auth]
     if settings.truststore_location is not None:
@@ -222,13 +232,32 @@ def server_context(settings: TlsSettings) -> ssl.SSLContext:
                 f"{key}={settings.truststore_location}: cannot load the CAs: {error}"
             ) from None
     elif settings.truststore_certificates is not None:
+        key = settings.key("ssl.truststore.certificates")
+        pem = normalize_pem(settings.truststore_certificates, key)
         try:
-            context.load_verify_locations(cadata=settings.truststore_certificates)
+            context.load_verify_locations(cadata=pem)
         except (ssl.SSLError, ValueError) as error:
-            raise InvalidConfigError(
-                f"{settings.key('ssl.truststore.certificates')}: cannot load the CAs: {error}"
-            ) from None
+            raise InvalidConfigError(f"{key}: cannot load the CAs: {error}") from None
     return context
+
+
+def normalize_pem(text: str, key: str) -> str:
+    """Inline PEM as OpenSSL reads it: each ``-----BEGIN X-----`` ... ``-----END X-----`` block
+    with its base64 re-wrapped at 64 characters on lines of their own. A ``server.properties``
+    value written on one line, or joined by backslash continuations, loses its line breaks;
+    Kafka accepts such values, so seglog does too.
+
+    Raises:
+        InvalidConfigError: ``text`` holds no PEM block (the message names ``key``).
+    """
+    blocks = []
+    for match in _PEM_BLOCK.finditer(text):
+        label, body = match.group(1), "".join(match.group(2).split())
+        lines = "\n".join(textwrap.wrap(body, 64))
+        blocks.append(f"-----BEGIN {label}-----\n{lines}\n-----END {label}-----\n")
+    if not blocks:
+        raise InvalidConfigError(f"{key}: no PEM block (-----BEGIN ...----- ... -----END ...-----)")
+    return "".join(blocks)
 
 
 def _require_pem(path: str, key: str) -> None:
