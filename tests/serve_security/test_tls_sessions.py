@@ -194,3 +194,18 @@ def test_principal_mapping_rules_of_the_listener(
         assert [s.principal for s in server.sessions] == ([principal] if principal else [])
     finally:
         server.close()
+
+
+def test_advertised_listeners_are_matched_by_name(tmp_path: Path, pki: Pki) -> None:
+    """``advertised.listeners`` names the SSL listener only: its clients are told that address,
+    the PLAINTEXT listener's clients the bound one."""
+    props = properties(pki) | {"advertised.listeners": "SSL://broker.example:19093"}
+    server = InProcessServer(tmp_path / "data", ServerConfig.from_properties(props))
+    try:
+        with tls_client(server.address("SSL"), pki, None) as sock:
+            assert advertised_port(exchange(sock, METADATA_V1_ALL)) == 19093
+        plaintext = server.address("PLAINTEXT")
+        with socket.create_connection(plaintext, 30) as sock:
+            assert advertised_port(exchange(sock, METADATA_V1_ALL)) == plaintext[1]
+    finally:
+        server.close()

@@ -7,6 +7,9 @@ client named, with the CA (``ca.pem``) as trust store and, given ``identity`` (a
 ``(offset, key, value)``. The settings are each client's own documented ones
 (``security.protocol=SSL``, ``ssl.ca.location``, ... for librdkafka; ``security_protocol``,
 ``ssl_cafile``, ... for kafka-python; an ``ssl_context`` for aiokafka).
+
+Below them, a raw client for the refusal tests: :func:`kafka_response_over_tls` makes the
+handshake with Python's ``ssl`` and sends one ApiVersions v0 request (:data:`FRAME`).
 """
 
 from __future__ import annotations
