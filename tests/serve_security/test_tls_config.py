@@ -274,3 +274,20 @@ def test_inline_pem_without_line_breaks_is_accepted(pki: Pki) -> None:
     assert context.verify_mode.name == "CERT_REQUIRED"
     with pytest.raises(InvalidConfigError, match=r"ssl.keystore.key: no PEM block"):
         server_context(TlsSettings.from_properties(inline | {"ssl.keystore.key": "MIIE"}, "SSL"))
+
+
+def test_sasl_ssl_asks_for_certificates_only_when_its_own_setting_says_so(pki: Pki) -> None:
+    """Kafka's KIP-684: a broker-wide ``ssl.client.auth`` applies to SSL listeners only."""
+    props = {
+        "listeners": "SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+        "ssl.keystore.location": str(pki.server_keystore),
+        "ssl.truststore.location": str(pki.ca),
+        "ssl.client.auth": "required",
+    }
+    config = ServerConfig.from_properties(props)
+    assert (config.tls["SSL"].client_auth, config.tls["SASL_SSL"].client_auth) == (
+        "required",
+        "none",
+    )
+    prefixed = props | {"listener.name.sasl_ssl.ssl.client.auth": "requested"}
+    assert ServerConfig.from_properties(prefixed).tls["SASL_SSL"].client_auth == "requested"

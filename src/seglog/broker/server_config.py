@@ -29,8 +29,11 @@ maps those four names to themselves (so ``SSL://...`` is an SSL listener), and w
 replaces that default, as in Kafka. A setting may be given for one listener only as
 ``listener.name.<name in lower case>.<key>`` (:func:`listener_properties`), which wins over
 ``<key>`` for that listener; the TLS settings of every ``SSL``/``SASL_SSL`` listener are read
-this way (:class:`seglog.broker.security.tls.TlsSettings`). ``advertised.listeners`` entries
-are matched to listeners by name; a listener not named there is advertised as bound.
+this way (:class:`seglog.broker.security.tls.TlsSettings`), except that a ``SASL_SSL``
+listener asks for client certificates only when its own
+``listener.name.<name>.ssl.client.auth`` says so (Kafka's rule since KIP-684).
+``advertised.listeners`` entries are matched to listeners by name; a listener not named there
+is advertised as bound.
 
 **Safe defaults.** ``listeners`` defaults to loopback (``127.0.0.1``), not Kafka's
 all-interfaces ``PLAINTEXT://:9092``: a development broker with no authentication should not be
@@ -180,9 +183,16 @@ def listener_properties(props: Mapping[str, str], listener: str) -> ListenerProp
     return ListenerProperties(props, listener)
 
 
-def _tls_settings(props: Mapping[str, str], listener: str) -> TlsSettings:
-    seen = listener_properties(props, listener)
-    return TlsSettings.from_properties(seen, listener, seen.key_of)
+def _tls_settings(props: Mapping[str, str], listener: Listener) -> TlsSettings:
+    """A listener's TLS settings. On a SASL_SSL listener only the listener-prefixed
+    ``ssl.client.auth`` counts (Kafka's KIP-684: a broker-wide ``ssl.client.auth=required``
+    meant for SSL listeners does not ask SASL clients for certificates)."""
+    seen = listener_properties(props, listener.name)
+    if listener.security_protocol == "SASL_SSL" and seen.prefix + "ssl.client.auth" not in props:
+        seen = listener_properties(
+            {k: v for k, v in props.items() if k != "ssl.client.auth"}, listener.name
+        )
+    return TlsSettings.from_properties(seen, listener.name, seen.key_of)
 
 
 def _insecure(props: Mapping[str, str], listeners: tuple[Listener, ...]) -> tuple[Listener, ...]:
@@ -268,7 +278,7 @@ class ServerConfig:
             listeners=listeners,
             advertised_listeners=advertised,
             tls={
-                listener.name: _tls_settings(props, listener.name)
+                listener.name: _tls_settings(props, listener)
                 for listener in listeners
                 if listener.encrypted
             },

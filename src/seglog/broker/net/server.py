@@ -336,7 +336,9 @@ def _session(
     to it (the connection is closed, as Kafka fails its authentication)."""
     principal = ANONYMOUS
     ssl_object = writer.get_extra_info("ssl_object")
-    if ssl_object is not None:
+    # On SASL_SSL the principal comes from SASL (a certificate, if asked, only authenticates
+    # the TLS layer), as in Kafka.
+    if ssl_object is not None and listener.security_protocol == "SSL":
         certificate = ssl_object.getpeercert(binary_form=True)
         try:
             principal = principal_of_certificate(certificate, rules) or ANONYMOUS
