@@ -1,8 +1,9 @@
 """The server assembled: handlers, dispatcher, network edge, run until stopped.
 
 :func:`run_server` is what ``seglog serve`` runs on an opened log manager: it binds the
-listeners, prints the ready line (``seglog serve: listening on PLAINTEXT://HOST:PORT``), serves
-until ``stop`` is set, then shuts down cleanly (see :class:`seglog.broker.net.server.KafkaServer`).
+listeners, calls ``on_ready`` with the bound listeners (``seglog serve`` prints one ready line
+per listener, ``seglog serve: listening on NAME://HOST:PORT``), serves until ``stop`` is set,
+then shuts down cleanly (see :class:`seglog.broker.net.server.KafkaServer`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from seglog.broker.handlers import (
 )
 from seglog.broker.net.server import KafkaServer
 from seglog.broker.registry import ApiHandler
-from seglog.broker.server_config import Listener, ServerConfig
+from seglog.broker.server_config import ALLOW_INSECURE_KEY, Listener, ServerConfig
 from seglog.broker.state import BrokerState
 
 if TYPE_CHECKING:
@@ -86,7 +87,14 @@ async def run_server(
     dispatcher = Dispatcher(state, all_handlers())
     server = KafkaServer(dispatcher, config)
     bound = await server.start()
-    state.advertise(bound[0])
+    state.advertise(bound)
+    for listener in config.insecure_listeners:
+        LOG.warning(
+            "listener %s accepts unencrypted connections from other hosts with no authorizer "
+            "(%s=true)",
+            listener,
+            ALLOW_INSECURE_KEY,
+        )
     groups.start()
     on_ready(bound)
     try:

@@ -7,7 +7,9 @@ properties as the storage settings (:class:`seglog.config.BrokerConfig`):
 key                                    default                     meaning
 =====================================  ==========================  ==========================
 listeners                              PLAINTEXT://127.0.0.1:9092  where to accept (port 0: any)
+listener.security.protocol.map         NAME:NAME for Kafka's four  each listener's protocol
 advertised.listeners                   the bound listener          what Metadata tells clients
+seglog.allow.insecure.listeners        false                       see "Safe defaults"
 socket.request.max.bytes               104857600                   largest request frame
 queued.max.requests                    500                         requests read, not answered
 max.connections                        2147483647                  open client connections
@@ -19,22 +21,49 @@ delete.topic.enable                    true                        DeleteTopics 
 The consumer-group settings (``group.*``) are :class:`GroupConfig`'s; the ``offsets.*`` ones are
 storage settings (:class:`seglog.config.BrokerConfig`).
 
-Decision: ``listeners`` defaults to loopback (``127.0.0.1``), not Kafka's all-interfaces
-``PLAINTEXT://:9092``: a development broker with no authentication should not be reachable
-from the network unless asked. Only the PLAINTEXT security protocol is served; any other
-listener is refused with an error naming it.
+**Listeners.** ``listeners`` holds ``NAME://host:port`` entries (names are case-insensitive
+and upper-cased, as Kafka's ``ListenerName.normalised``; each name once; two listeners never
+share a non-zero port on the same host). ``listener.security.protocol.map`` maps each name to
+``PLAINTEXT``, ``SSL``, ``SASL_PLAINTEXT`` or ``SASL_SSL``; when it is not set, Kafka's default
+maps those four names to themselves (so ``SSL://...`` is an SSL listener), and when it is set it
+replaces that default, as in Kafka. A setting may be given for one listener only as
+``listener.name.<name in lower case>.<key>`` (:func:`listener_properties`), which wins over
+``<key>`` for that listener; the TLS settings of every ``SSL``/``SASL_SSL`` listener are read
+this way (:class:`seglog.broker.security.tls.TlsSettings`), except that a ``SASL_SSL``
+listener asks for client certificates only when its own
+``listener.name.<name>.ssl.client.auth`` says so (Kafka's rule since KIP-684).
+``advertised.listeners`` entries are matched to listeners by name; a listener not named there
+is advertised as bound.
+
+**Safe defaults.** ``listeners`` defaults to loopback (``127.0.0.1``), not Kafka's
+all-interfaces ``PLAINTEXT://:9092``: a development broker with no authentication should not be
+reachable from the network unless asked. A listener that is not on loopback (an empty host,
+``0.0.0.0``, ``::``, a host name other than ``localhost``, any non-loopback address) and whose
+protocol does not encrypt (``PLAINTEXT``, ``SASL_PLAINTEXT``) is refused unless an authorizer
+is configured (``authorizer.class.name``) or ``seglog.allow.insecure.listeners=true`` is set;
+with that setting the server starts and logs a warning per such listener
+(:attr:`ServerConfig.insecure_listeners`). A host name is judged by its text, never resolved:
+only ``localhost`` counts as loopback.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ipaddress
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from seglog.broker.groups.group_config import GroupConfig
+from seglog.broker.security.tls import TlsSettings
+from seglog.broker.session import SECURITY_PROTOCOLS
 from seglog.errors import InvalidConfigError
 
 INT32_MAX = 2**31 - 1
 DEFAULT_LISTENERS = "PLAINTEXT://127.0.0.1:9092"
+
+
+ENCRYPTED_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+ALLOW_INSECURE_KEY = "seglog.allow.insecure.listeners"
+PROTOCOL_MAP_KEY = "listener.security.protocol.map"
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,36 +73,143 @@ class Listener:
     name: str
     host: str
     port: int
+    security_protocol: str = "PLAINTEXT"
 
     def __str__(self) -> str:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"{self.name}://{host}:{self.port}"
 
+    @property
+    def encrypted(self) -> bool:
+        return self.security_protocol in ENCRYPTED_PROTOCOLS
 
-def parse_listeners(text: str, key: str = "listeners") -> tuple[Listener, ...]:
-    """Kafka's listener list: ``PLAINTEXT://host:port`` entries separated by commas."""
+    @property
+    def on_loopback(self) -> bool:
+        """Whether the listener accepts only local connections (judged by its host's text)."""
+        if self.host.lower() == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host.split("%", 1)[0]).is_loopback
+        except ValueError:
+            return False  # "" (every interface) or a host name: reachable from elsewhere
+
+
+def parse_protocol_map(text: str | None) -> dict[str, str]:
+    """``listener.security.protocol.map`` (``NAME:PROTOCOL`` pairs); Kafka's default when None."""
+    if text is None:
+        return {protocol: protocol for protocol in SECURITY_PROTOCOLS}
+    mapping: dict[str, str] = {}
+    for entry in (part.strip() for part in text.split(",")):
+        if not entry:
+            continue
+        name, sep, protocol = entry.partition(":")
+        name, protocol = name.strip().upper(), protocol.strip().upper()
+        if not sep or not name:
+            raise InvalidConfigError(f"{PROTOCOL_MAP_KEY}: {entry!r} is not NAME:PROTOCOL")
+        if protocol not in SECURITY_PROTOCOLS:
+            raise InvalidConfigError(
+                f"{PROTOCOL_MAP_KEY}: {entry!r}: {protocol!r} is not one of "
+                + ", ".join(SECURITY_PROTOCOLS)
+            )
+        if name in mapping:
+            raise InvalidConfigError(f"{PROTOCOL_MAP_KEY}: {name} is mapped twice")
+        mapping[name] = protocol
+    return mapping
+
+
+def parse_listeners(
+    text: str, key: str = "listeners", protocols: Mapping[str, str] | None = None
+) -> tuple[Listener, ...]:
+    """Kafka's listener list: ``NAME://host:port`` entries separated by commas, each name
+    mapped to its protocol by ``protocols`` (Kafka's default map when None)."""
+    protocol_of = parse_protocol_map(None) if protocols is None else protocols
     listeners: list[Listener] = []
     for entry in (part.strip() for part in text.split(",")):
         if not entry:
             continue
         name, sep, address = entry.partition("://")
         host, colon, port_text = address.rpartition(":")
-        if not sep or not colon or not port_text.isdigit():
+        if not sep or not colon or not port_text.isdigit() or not name.strip():
             raise InvalidConfigError(f"{key}: {entry!r} is not NAME://host:port")
-        if name.upper() != "PLAINTEXT":
+        name = name.strip().upper()
+        protocol = protocol_of.get(name)
+        if protocol is None:
             raise InvalidConfigError(
-                f"{key}: {entry!r}: only PLAINTEXT listeners are served (no TLS or SASL)"
+                f"{key}: {entry!r}: listener {name} has no security protocol in "
+                f"{PROTOCOL_MAP_KEY} (mapped: {', '.join(sorted(protocol_of)) or 'none'})"
             )
         port = int(port_text)
         if port > 65535:
             raise InvalidConfigError(f"{key}: {entry!r}: port {port} is above 65535")
-        listeners.append(Listener("PLAINTEXT", host.strip("[]"), port))
+        listeners.append(Listener(name, host.strip("[]"), port, protocol))
     if not listeners:
         raise InvalidConfigError(f"{key}: no listener in {text!r}")
     names = [listener.name for listener in listeners]
     if len(set(names)) != len(names):
         raise InvalidConfigError(f"{key}: {text!r} names a listener twice")
+    ports = [(listener.host, listener.port) for listener in listeners if listener.port]
+    if len(set(ports)) != len(ports):
+        raise InvalidConfigError(f"{key}: {text!r} gives two listeners the same host and port")
     return tuple(listeners)
+
+
+class ListenerProperties(Mapping[str, str]):
+    """The settings as one listener sees them: ``listener.name.<name>.<key>`` wins over
+    ``<key>`` (Kafka's ``valuesWithPrefixOverride``, key by key). :meth:`key_of` names the key
+    a value came from, for error messages."""
+
+    def __init__(self, props: Mapping[str, str], listener: str) -> None:
+        self._props = props
+        self.prefix = f"listener.name.{listener.lower()}."
+
+    def key_of(self, key: str) -> str:
+        prefixed = self.prefix + key
+        return prefixed if prefixed in self._props else key
+
+    def __getitem__(self, key: str) -> str:
+        return self._props[self.key_of(key)]
+
+    def __iter__(self) -> Iterator[str]:
+        seen = {k[len(self.prefix) :] for k in self._props if k.startswith(self.prefix)}
+        yield from seen
+        yield from (k for k in self._props if k not in seen and not k.startswith("listener.name."))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def listener_properties(props: Mapping[str, str], listener: str) -> ListenerProperties:
+    """``props`` as the listener ``listener`` sees them (see :class:`ListenerProperties`)."""
+    return ListenerProperties(props, listener)
+
+
+def _tls_settings(props: Mapping[str, str], listener: Listener) -> TlsSettings:
+    """A listener's TLS settings. On a SASL_SSL listener only the listener-prefixed
+    ``ssl.client.auth`` counts (Kafka's KIP-684: a broker-wide ``ssl.client.auth=required``
+    meant for SSL listeners does not ask SASL clients for certificates)."""
+    seen = listener_properties(props, listener.name)
+    if listener.security_protocol == "SASL_SSL" and seen.prefix + "ssl.client.auth" not in props:
+        seen = listener_properties(
+            {k: v for k, v in props.items() if k != "ssl.client.auth"}, listener.name
+        )
+    return TlsSettings.from_properties(seen, listener.name, seen.key_of)
+
+
+def _insecure(props: Mapping[str, str], listeners: tuple[Listener, ...]) -> tuple[Listener, ...]:
+    """The unencrypted non-loopback listeners; raises unless they are allowed (see "Safe
+    defaults" in the module docstring)."""
+    exposed = tuple(lsn for lsn in listeners if not lsn.encrypted and not lsn.on_loopback)
+    authorizer = (props.get("authorizer.class.name") or "").strip()
+    if not exposed or authorizer:
+        return exposed
+    if _bool(props, ALLOW_INSECURE_KEY, False):
+        return exposed
+    raise InvalidConfigError(
+        f"listeners: {', '.join(map(str, exposed))} would accept unencrypted connections from "
+        "other hosts with no authorizer (every client may read and write every topic): use "
+        "SSL or SASL_SSL, listen on 127.0.0.1, set authorizer.class.name, or set "
+        f"{ALLOW_INSECURE_KEY}=true to accept the risk"
+    )
 
 
 def _int(props: Mapping[str, str], key: str, default: int, minimum: int) -> int:
@@ -105,6 +241,10 @@ class ServerConfig:
 
     listeners: tuple[Listener, ...] = (Listener("PLAINTEXT", "127.0.0.1", 9092),)
     advertised_listeners: tuple[Listener, ...] | None = None
+    # The TLS settings of every SSL/SASL_SSL listener, by listener name.
+    tls: Mapping[str, TlsSettings] = field(default_factory=dict)
+    # Unencrypted listeners reachable from other hosts, allowed explicitly: warned about.
+    insecure_listeners: tuple[Listener, ...] = ()
     socket_request_max_bytes: int = 104_857_600
     queued_max_requests: int = 500
     max_connections: int = INT32_MAX
@@ -120,13 +260,29 @@ class ServerConfig:
         """The settings of a ``server.properties``; ``listeners_override``: ``--listeners``."""
         listeners_text = listeners_override or props.get("listeners") or DEFAULT_LISTENERS
         advertised_text = props.get("advertised.listeners")
+        protocols = parse_protocol_map(props.get(PROTOCOL_MAP_KEY))
+        listeners = parse_listeners(listeners_text, protocols=protocols)
+        advertised = (
+            parse_listeners(advertised_text, "advertised.listeners", protocols)
+            if advertised_text
+            else None
+        )
+        names = {listener.name for listener in listeners}
+        for entry in advertised or ():
+            if entry.name not in names:
+                raise InvalidConfigError(
+                    f"advertised.listeners: {entry} names no listener of listeners "
+                    f"({', '.join(sorted(names))})"
+                )
         config = cls(
-            listeners=parse_listeners(listeners_text),
-            advertised_listeners=(
-                parse_listeners(advertised_text, "advertised.listeners")
-                if advertised_text
-                else None
-            ),
+            listeners=listeners,
+            advertised_listeners=advertised,
+            tls={
+                listener.name: _tls_settings(props, listener)
+                for listener in listeners
+                if listener.encrypted
+            },
+            insecure_listeners=_insecure(props, listeners),
             socket_request_max_bytes=_int(props, "socket.request.max.bytes", 104_857_600, 1),
             queued_max_requests=_int(props, "queued.max.requests", 500, 1),
             max_connections=_int(props, "max.connections", INT32_MAX, 0),

@@ -125,6 +125,8 @@ class BrokerState:
         self.node_id = manager.broker.node_id
         self.cluster_id = cluster_id
         self.endpoint = Listener("PLAINTEXT", "127.0.0.1", 9092)
+        # The endpoint clients of each listener are told (set by advertise).
+        self.endpoints: dict[str, Listener] = {}
         self.appends = AppendWaiters()
         # Answers every authorization question (``authorizer.class.name``; none: allow all).
         self.authorizer: Authorizer = AllowEverything()
@@ -156,12 +158,24 @@ class BrokerState:
         except (UnknownTopicError, InvalidTopicError):
             return None
 
-    def advertise(self, bound: Listener) -> None:
-        """Set the endpoint clients are told: ``advertised.listeners``, else the bound one."""
-        advertised = self.config.advertised_listeners
-        chosen = advertised[0] if advertised else bound
-        host = chosen.host or bound.host
-        if host in ("", "0.0.0.0", "::"):
-            host = "127.0.0.1"
-        port = chosen.port or bound.port
-        self.endpoint = Listener(chosen.name, host, port)
+    def advertise(self, bound: Iterable[Listener]) -> None:
+        """Set the endpoint each listener's clients are told: the ``advertised.listeners`` entry
+        of the same name, else the bound address (an unspecified host: ``127.0.0.1``)."""
+        advertised = {a.name: a for a in self.config.advertised_listeners or ()}
+        self.endpoints = {}
+        for listener in bound:
+            chosen = advertised.get(listener.name, listener)
+            host = chosen.host or listener.host
+            if host in ("", "0.0.0.0", "::"):
+                host = "127.0.0.1"
+            port = chosen.port or listener.port
+            self.endpoints[listener.name] = Listener(
+                listener.name, host, port, listener.security_protocol
+            )
+        if self.endpoints:
+            self.endpoint = next(iter(self.endpoints.values()))
+
+    def endpoint_for(self, context: RequestContext) -> Listener:
+        """The endpoint of the listener the request came in on (Kafka answers Metadata and
+        FindCoordinator with the address of the client's own listener)."""
+        return self.endpoints.get(context.connection.listener, self.endpoint)

@@ -13,7 +13,16 @@ metrics endpoint (``--metrics-port``, 0 for a free port). Broker settings come f
 server.properties`` (Kafka's keys: ``node.id``, ``num.partitions``, ``auto.create.topics.enable``,
 ``socket.request.max.bytes``, ``max.connections``, ``connections.max.idle.ms``, ...).
 
-**Output.** Once the listeners are bound and the data dirs open, exactly one line on stdout::
+**Listeners.** Several at once, with Kafka's names and settings: ``listeners``,
+``listener.security.protocol.map`` (``PLAINTEXT``, ``SSL``, ``SASL_PLAINTEXT``, ``SASL_SSL``),
+TLS from PEM (``ssl.keystore.location`` or the inline ``ssl.keystore.key`` /
+``ssl.keystore.certificate.chain``, ``ssl.truststore.*``, ``ssl.client.auth``), per listener as
+``listener.name.<name>.ssl.*``; a client certificate names the principal ``User:<its DN>``. A
+listener reachable from other hosts without encryption needs an authorizer or
+``seglog.allow.insecure.listeners=true``.
+
+**Output.** Once the listeners are bound and the data dirs open, one line per listener on
+stdout, in the order of ``listeners``::
 
     seglog serve: listening on PLAINTEXT://127.0.0.1:9092
 
@@ -52,6 +61,8 @@ EPILOG = """\
 Examples:
   seglog --data-dir /var/lib/seglog serve
   seglog --data-dir data serve --listeners PLAINTEXT://127.0.0.1:0 --metrics-port 0
+  seglog --data-dir data --config tls.properties serve \
+      --listeners PLAINTEXT://127.0.0.1:9092,SSL://0.0.0.0:9093
   kcat -b 127.0.0.1:9092 -L"""
 
 
@@ -94,7 +105,8 @@ async def _serve(manager: LogManager, args: argparse.Namespace) -> int:
         loop.add_signal_handler(signum, on_signal, signum)
 
     def ready(bound: list[Listener]) -> None:
-        print(f"seglog serve: listening on {bound[0]}", flush=True)
+        for listener in bound:
+            print(f"seglog serve: listening on {listener}", flush=True)
         LOG.info(
             "serving %d partition(s) of %d topic(s) from %s",
             len(manager.logs()),

@@ -49,7 +49,7 @@ async def describe_cluster(
             endpoint_type=request.endpoint_type,
             cluster_id=state.cluster_id,
         )
-    endpoint = state.endpoint
+    endpoint = state.endpoint_for(context)
     return DescribeClusterResponse(
         error_code=0,
         error_message=None,

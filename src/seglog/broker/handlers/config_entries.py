@@ -87,7 +87,7 @@ IGNORED_DOC = (
 
 # server.properties keys of ServerConfig: (key, field, wire type, documentation).
 SERVER_KEYS: tuple[tuple[str, str, int, str], ...] = (
-    ("listeners", "listeners", LIST, "Where the server accepts connections (PLAINTEXT only)."),
+    ("listeners", "listeners", LIST, "Where the server accepts connections (NAME://host:port)."),
     ("advertised.listeners", "advertised_listeners", LIST, "The address Metadata tells clients."),
     ("socket.request.max.bytes", "socket_request_max_bytes", INT, "The largest request frame."),
     ("queued.max.requests", "queued_max_requests", INT, "Requests read but not yet answered."),

@@ -55,7 +55,7 @@ def _why_not(key_type: int) -> str:
 async def find_coordinator(
     state: BrokerState, context: RequestContext, request: FindCoordinatorRequest
 ) -> FindCoordinatorResponse:
-    endpoint = state.endpoint
+    endpoint = state.endpoint_for(context)
     error = _coordinator_error(state, request.key_type)
     found = error is ErrorCode.NONE
     if context.api_version >= 4:

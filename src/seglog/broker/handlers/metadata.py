@@ -37,8 +37,10 @@ from seglog.protocol.messages import (
 API_KEY = 3
 
 
-def broker_entry(state: BrokerState) -> MetadataResponseMetadataResponseBroker:
-    endpoint = state.endpoint
+def broker_entry(
+    state: BrokerState, context: RequestContext
+) -> MetadataResponseMetadataResponseBroker:
+    endpoint = state.endpoint_for(context)
     return MetadataResponseMetadataResponseBroker(
         node_id=state.node_id, host=endpoint.host, port=endpoint.port, rack=None
     )
@@ -135,7 +137,7 @@ async def handle(
         allow = request.allow_auto_topic_creation if version >= 4 else True
         topics = [_requested_or_created(state, t.name or "", allow) for t in requested]
     return MetadataResponse(
-        brokers=[broker_entry(state)],
+        brokers=[broker_entry(state, context)],
         cluster_id=state.cluster_id,
         controller_id=state.node_id,
         topics=topics,

@@ -45,8 +45,16 @@ def _time_out(waiter: asyncio.Future[None]) -> None:
 class FrameProtocol(asyncio.BufferedProtocol):
     """One connection: buffered reads for the server, write flow control for its writer."""
 
-    def __init__(self, on_connect: Callable[[FrameProtocol, asyncio.StreamWriter], None]) -> None:
+    def __init__(
+        self,
+        on_connect: Callable[[FrameProtocol, asyncio.StreamWriter], None],
+        *,
+        start_paused: bool = False,
+    ) -> None:
         self._on_connect = on_connect
+        # True for a connection that starts TLS first: not a byte is read before the TLS layer
+        # takes the transport over (see switch_transport).
+        self._start_paused = start_paused
         self._loop = asyncio.get_running_loop()
         self._transport: asyncio.Transport | None = None
         self._buffer = bytearray(INITIAL_BYTES)
@@ -66,8 +74,17 @@ class FrameProtocol(asyncio.BufferedProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
+        if self._start_paused:
+            transport.pause_reading()
         writer = asyncio.StreamWriter(transport, self, None, self._loop)
         self._on_connect(self, writer)
+
+    def switch_transport(self, transport: asyncio.Transport) -> asyncio.StreamWriter:
+        """Go on over ``transport`` (the TLS transport ``loop.start_tls`` returned, which now
+        feeds this protocol); returns the writer to use from now on."""
+        self._transport = transport
+        self._reading_paused = False
+        return asyncio.StreamWriter(transport, self, None, self._loop)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if len(self._buffer) - self._end < MIN_FREE_BYTES:

@@ -25,6 +25,23 @@ never copied in the process). Responses are written as parts: bytes with
 ``transport.write``, file ranges with ``loop.sendfile`` (``os.sendfile`` underneath), so record
 bytes go from the page cache to the socket without passing through Python.
 
+Listeners (:mod:`seglog.broker.server_config`): one socket per listener; ``SSL`` and
+``SASL_SSL`` ones wrap their connections in TLS
+(:func:`seglog.broker.security.tls.server_context`): an accepted connection reads nothing
+until ``loop.start_tls`` has made the handshake, and serves requests only once it succeeded,
+so a client that fails it (a plaintext client, an expired or untrusted certificate, a missing
+one under ``ssl.client.auth=required``) never reaches a handler: its connection is closed, the
+failure counted (``ServerStats.tls_failed``) and logged at INFO with OpenSSL's reason (asyncio
+closes the socket without sending the TLS alert, so the client sees the connection closed); a
+silent client loses its connection after ``min(connections.max.idle.ms, 60 s)`` of handshake.
+Connections in their handshake count against ``max.connections``. Each connection's
+:class:`Session` is set here: its listener and security protocol, the principal of its client
+certificate (``User:<DN>``, see :mod:`seglog.broker.security.principal`) and
+``authenticated=False`` on ``SASL_*`` listeners (the SASL exchange sets it). Over TLS a
+Fetch's file ranges cannot go by ``sendfile`` (the bytes must be encrypted in the process):
+they are read with ``os.pread`` in :data:`TLS_READ_BYTES` chunks and written through the TLS
+transport, under the same flow control and idle limit.
+
 Shutdown (:meth:`KafkaServer.stop`): the listening sockets close, idle connections close, every
 request already being handled is answered, then the connections close. A connection still busy
 after :data:`SHUTDOWN_GRACE_S` (a client that does not read its responses, so the write never
@@ -35,8 +52,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import os
 import socket
+import ssl
 import struct
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,14 +65,24 @@ from seglog.broker.dispatch import Dispatcher, Parts
 from seglog.broker.file_records import FileRange, FileRangesRecords
 from seglog.broker.net.frame_protocol import FrameProtocol
 from seglog.broker.registry import CloseConnection
+from seglog.broker.security.principal import principal_of_certificate
+from seglog.broker.security.principal_rules import (
+    DEFAULT_RULES,
+    NoMatchingRuleError,
+    PrincipalRule,
+)
+from seglog.broker.security.tls import server_context
 from seglog.broker.server_config import Listener, ServerConfig
-from seglog.broker.session import Session
+from seglog.broker.session import ANONYMOUS, Session
+from seglog.errors import InvalidCertificateError
 
 LOG = logging.getLogger("seglog.serve")
 _SIZE = struct.Struct(">i")
 
 
 SHUTDOWN_GRACE_S = 10.0
+TLS_HANDSHAKE_MAX_S = 60.0
+TLS_READ_BYTES = 1024 * 1024
 # Fetch (1), JoinGroup (11), SyncGroup (14): requests that may wait for other clients' requests.
 PARKING_API_KEYS = frozenset({1, 11, 14})
 
@@ -69,6 +99,9 @@ class _Connection:
     busy: bool = False
     peer: str = ""
     session: Session = field(default_factory=lambda: Session("unknown"))
+    # Under TLS, the writer of the TCP transport beneath: kept while the connection lives, as
+    # a StreamWriter closes its transport when it is garbage-collected.
+    tcp_writer: asyncio.StreamWriter | None = None
 
 
 @dataclass(slots=True)
@@ -80,6 +113,7 @@ class ServerStats:
     closed_idle: int = 0
     closed_bad: int = 0
     requests: int = 0
+    tls_failed: int = 0
     active: set[int] = field(default_factory=set)
 
 
@@ -97,13 +131,19 @@ class KafkaServer:
         self._stopping = False
         self.stats = ServerStats()
         self.bound: list[Listener] = []
+        self._contexts: dict[str, ssl.SSLContext] = {}
 
     async def start(self) -> list[Listener]:
         """Bind every listener (port 0: a free port); returns the bound addresses."""
         loop = asyncio.get_running_loop()
+        self._contexts = {name: server_context(tls) for name, tls in self.config.tls.items()}
         for listener in self.config.listeners:
             server = await loop.create_server(
-                lambda: FrameProtocol(self._connected),
+                functools.partial(
+                    FrameProtocol,
+                    functools.partial(self._connected, listener),
+                    start_paused=listener.name in self._contexts,
+                ),
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,
@@ -111,7 +151,9 @@ class KafkaServer:
             self._servers.append(server)
             sock = server.sockets[0]
             host, port = sock.getsockname()[:2]
-            self.bound.append(Listener(listener.name, listener.host or host, port))
+            self.bound.append(
+                Listener(listener.name, listener.host or host, port, listener.security_protocol)
+            )
         return self.bound
 
     async def stop(self) -> None:
@@ -138,14 +180,18 @@ class KafkaServer:
         for server in self._servers:
             await server.wait_closed()
 
-    def _connected(self, reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.ensure_future(self._accept(reader, writer))
+    def _connected(
+        self, listener: Listener, reader: FrameProtocol, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.ensure_future(self._accept(listener, reader, writer))
         self._accepting.add(task)
         task.add_done_callback(self._accepting.discard)
 
-    async def _accept(self, reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
+    async def _accept(
+        self, listener: Listener, reader: FrameProtocol, writer: asyncio.StreamWriter
+    ) -> None:
         peer = writer.get_extra_info("peername")
-        host = peer[0] if isinstance(peer, tuple) else "unknown"
+        host = str(peer[0] if isinstance(peer, tuple) else "unknown")
         if self._stopping or len(self._connections) >= self.config.max_connections:
             self.stats.refused += 1
             writer.close()
@@ -153,12 +199,28 @@ class KafkaServer:
         sock = writer.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        connection = _Connection(
-            writer, asyncio.current_task(), peer=str(host), session=Session(str(host))
-        )
-        self._connections.add(connection)
-        self.stats.accepted += 1
+        connection = _Connection(writer, asyncio.current_task(), peer=host)
+        self._connections.add(connection)  # a handshake in progress counts as a connection
         try:
+            context = self._contexts.get(listener.name)
+            if context is not None:
+                try:
+                    secured = await self._handshake(listener, host, reader, writer, context)
+                except asyncio.CancelledError:  # shutdown: start_tls closed the connection
+                    secured = None
+                if secured is None:
+                    return  # closed by start_tls, which owns the transport until it returns
+                connection.tcp_writer, connection.writer = writer, secured
+                writer = secured
+            tls = self.config.tls.get(listener.name)
+            rules = tls.principal_rules if tls is not None else DEFAULT_RULES
+            session = _session(listener, host, writer, rules)
+            if session is None:
+                self.stats.closed_bad += 1
+                writer.close()
+                return
+            connection.session = session
+            self.stats.accepted += 1
             await self._serve(connection, reader)
         except asyncio.CancelledError:
             pass
@@ -166,9 +228,39 @@ class KafkaServer:
             pass  # the client went away mid-frame, or the connection idled out
         finally:
             self._connections.discard(connection)
-            writer.close()
-            with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
-                await writer.wait_closed()
+        writer.close()
+        with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
+            await writer.wait_closed()
+
+    async def _handshake(
+        self,
+        listener: Listener,
+        host: str,
+        reader: FrameProtocol,
+        writer: asyncio.StreamWriter,
+        context: ssl.SSLContext,
+    ) -> asyncio.StreamWriter | None:
+        """The TLS handshake of a new connection; its writer over TLS, or None when it failed
+        (logged with OpenSSL's reason, counted in ``stats.tls_failed``; the connection is
+        closed)."""
+        loop = asyncio.get_running_loop()
+        handshake_s = min(TLS_HANDSHAKE_MAX_S, self.config.connections_max_idle_ms / 1000)
+        try:
+            transport = await loop.start_tls(
+                writer.transport,
+                reader,
+                context,
+                server_side=True,
+                ssl_handshake_timeout=handshake_s,
+            )
+        except (OSError, TimeoutError) as error:  # ssl.SSLError is an OSError
+            self.stats.tls_failed += 1
+            LOG.info("closing %s: TLS handshake on %s failed: %s", host, listener, _why(error))
+            return None
+        if transport is None:  # the client closed during the handshake
+            self.stats.tls_failed += 1
+            return None
+        return reader.switch_transport(transport)
 
     async def _serve(self, connection: _Connection, reader: FrameProtocol) -> None:
         idle_s = self.config.connections_max_idle_ms / 1000
@@ -221,6 +313,48 @@ class KafkaServer:
                 connection.busy = False
 
 
+_CLEARTEXT_REASONS = ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_LAYER")
+
+
+def _why(error: BaseException) -> str:
+    """A failed handshake's reason, with a hint for the usual misconfiguration."""
+    reason = getattr(error, "reason", None) or ""
+    text = str(error) or type(error).__name__
+    if isinstance(error, ssl.SSLError) and any(r in reason for r in _CLEARTEXT_REASONS):
+        return f"{text} (a client not speaking TLS? check its security.protocol)"
+    return text
+
+
+def _session(
+    listener: Listener,
+    host: str,
+    writer: asyncio.StreamWriter,
+    rules: tuple[PrincipalRule, ...],
+) -> Session | None:
+    """The new connection's session (see the module docstring); None when its client
+    certificate's subject does not parse or no ``ssl.principal.mapping.rules`` rule applies
+    to it (the connection is closed, as Kafka fails its authentication)."""
+    principal = ANONYMOUS
+    ssl_object = writer.get_extra_info("ssl_object")
+    # On SASL_SSL the principal comes from SASL (a certificate, if asked, only authenticates
+    # the TLS layer), as in Kafka.
+    if ssl_object is not None and listener.security_protocol == "SSL":
+        certificate = ssl_object.getpeercert(binary_form=True)
+        try:
+            principal = principal_of_certificate(certificate, rules) or ANONYMOUS
+        except (InvalidCertificateError, NoMatchingRuleError) as error:
+            LOG.warning("closing %s on %s: its client certificate: %s", host, listener, error)
+            return None
+    protocol = listener.security_protocol
+    return Session(
+        host,
+        listener=listener.name,
+        security_protocol=protocol,
+        principal=principal,
+        authenticated=not protocol.startswith("SASL_"),
+    )
+
+
 def _abort(writer: asyncio.StreamWriter) -> None:
     """Drop a connection whose client does not read: reset it (SO_LINGER 0) so that neither
     asyncio nor the kernel goes on trying to deliver the unread bytes."""
@@ -234,9 +368,20 @@ def _abort(writer: asyncio.StreamWriter) -> None:
 async def _send_range(
     loop: asyncio.AbstractEventLoop, writer: asyncio.StreamWriter, file_range: FileRange
 ) -> None:
-    """``sendfile`` one range to the connection's socket (the transport is drained first)."""
-    with open(file_range.fileno(), "rb", buffering=0, closefd=False) as handle:
-        await loop.sendfile(writer.transport, handle, file_range.position, file_range.size)
+    """``sendfile`` one range to the connection's socket (the transport is drained first);
+    over TLS, ``pread`` chunks written through the transport (see the module docstring)."""
+    if writer.get_extra_info("sslcontext") is None:
+        with open(file_range.fileno(), "rb", buffering=0, closefd=False) as handle:
+            await loop.sendfile(writer.transport, handle, file_range.position, file_range.size)
+        return
+    position, end = file_range.position, file_range.position + file_range.size
+    while position < end:
+        chunk = os.pread(file_range.fileno(), min(TLS_READ_BYTES, end - position), position)
+        if not chunk:
+            raise ConnectionError(f"file range ended {end - position} byte(s) early")
+        writer.write(chunk)
+        position += len(chunk)
+        await writer.drain()
 
 
 async def _write_parts(writer: asyncio.StreamWriter, parts: Parts, idle_s: float) -> None:
