@@ -29,9 +29,12 @@ from seglog.broker.handlers import (
     offsets,
     produce,
     producer_ids,
+    sasl,
 )
 from seglog.broker.net.server import KafkaServer
 from seglog.broker.registry import ApiHandler
+from seglog.broker.security.authenticator import SaslServer
+from seglog.broker.security.credential_store import CredentialStore
 from seglog.broker.server_config import Listener, ServerConfig
 from seglog.broker.state import BrokerState
 
@@ -56,6 +59,7 @@ def all_handlers() -> list[ApiHandler]:
         *group_membership.HANDLERS,
         *group_offsets.HANDLERS,
         *group_admin.HANDLERS,
+        *sasl.HANDLERS,
     ]
 
 
@@ -79,6 +83,7 @@ async def run_server(
         name == OFFSETS_TOPIC and groups.ensure_offsets_topic()
     )
     state.on_topic_deleted.append(groups.topic_deleted)
+    state.sasl = SaslServer(config.sasl, CredentialStore(manager.first_directory))
     dispatcher = Dispatcher(state, all_handlers())
     server = KafkaServer(dispatcher, config)
     bound = await server.start()

@@ -21,8 +21,9 @@ storage settings (:class:`seglog.config.BrokerConfig`).
 
 Decision: ``listeners`` defaults to loopback (``127.0.0.1``), not Kafka's all-interfaces
 ``PLAINTEXT://:9092``: a development broker with no authentication should not be reachable
-from the network unless asked. Only the PLAINTEXT security protocol is served; any other
-listener is refused with an error naming it.
+from the network unless asked. The PLAINTEXT and SASL_PLAINTEXT security protocols are
+served; any other listener is refused with an error naming it. The SASL settings are
+:class:`SaslConfig`'s.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from seglog.broker.groups.group_config import GroupConfig
+from seglog.broker.security.sasl_config import SaslConfig
 from seglog.errors import InvalidConfigError
 
 INT32_MAX = 2**31 - 1
@@ -60,14 +62,15 @@ def parse_listeners(text: str, key: str = "listeners") -> tuple[Listener, ...]:
         host, colon, port_text = address.rpartition(":")
         if not sep or not colon or not port_text.isdigit():
             raise InvalidConfigError(f"{key}: {entry!r} is not NAME://host:port")
-        if name.upper() != "PLAINTEXT":
+        name = name.upper()
+        if name not in ("PLAINTEXT", "SASL_PLAINTEXT"):
             raise InvalidConfigError(
-                f"{key}: {entry!r}: only PLAINTEXT listeners are served (no TLS or SASL)"
+                f"{key}: {entry!r}: only PLAINTEXT and SASL_PLAINTEXT listeners are served"
             )
         port = int(port_text)
         if port > 65535:
             raise InvalidConfigError(f"{key}: {entry!r}: port {port} is above 65535")
-        listeners.append(Listener("PLAINTEXT", host.strip("[]"), port))
+        listeners.append(Listener(name, host.strip("[]"), port))
     if not listeners:
         raise InvalidConfigError(f"{key}: no listener in {text!r}")
     names = [listener.name for listener in listeners]
@@ -112,6 +115,7 @@ class ServerConfig:
     auto_create_topics_enable: bool = True
     delete_topic_enable: bool = True
     groups: GroupConfig = field(default_factory=GroupConfig)
+    sasl: SaslConfig = field(default_factory=SaslConfig)
 
     @classmethod
     def from_properties(
@@ -120,8 +124,9 @@ class ServerConfig:
         """The settings of a ``server.properties``; ``listeners_override``: ``--listeners``."""
         listeners_text = listeners_override or props.get("listeners") or DEFAULT_LISTENERS
         advertised_text = props.get("advertised.listeners")
+        listeners = parse_listeners(listeners_text)
         config = cls(
-            listeners=parse_listeners(listeners_text),
+            listeners=listeners,
             advertised_listeners=(
                 parse_listeners(advertised_text, "advertised.listeners")
                 if advertised_text
@@ -134,5 +139,8 @@ class ServerConfig:
             auto_create_topics_enable=_bool(props, "auto.create.topics.enable", True),
             delete_topic_enable=_bool(props, "delete.topic.enable", True),
             groups=GroupConfig.from_properties(props),
+            sasl=SaslConfig.from_properties(
+                props, [x.name for x in listeners if x.name.startswith("SASL_")]
+            ),
         )
         return config

@@ -46,7 +46,7 @@ from seglog.broker.file_records import FileRange, FileRangesRecords
 from seglog.broker.net.frame_protocol import FrameProtocol
 from seglog.broker.registry import CloseConnection
 from seglog.broker.server_config import Listener, ServerConfig
-from seglog.broker.session import Session
+from seglog.broker.session import SECURITY_PROTOCOLS, Session
 
 LOG = logging.getLogger("seglog.serve")
 _SIZE = struct.Struct(">i")
@@ -103,7 +103,9 @@ class KafkaServer:
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
             server = await loop.create_server(
-                lambda: FrameProtocol(self._connected),
+                lambda listener=listener: FrameProtocol(
+                    lambda reader, writer: self._connected(reader, writer, listener)
+                ),
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,
@@ -138,12 +140,16 @@ class KafkaServer:
         for server in self._servers:
             await server.wait_closed()
 
-    def _connected(self, reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.ensure_future(self._accept(reader, writer))
+    def _connected(
+        self, reader: FrameProtocol, writer: asyncio.StreamWriter, listener: Listener
+    ) -> None:
+        task = asyncio.ensure_future(self._accept(reader, writer, listener))
         self._accepting.add(task)
         task.add_done_callback(self._accepting.discard)
 
-    async def _accept(self, reader: FrameProtocol, writer: asyncio.StreamWriter) -> None:
+    async def _accept(
+        self, reader: FrameProtocol, writer: asyncio.StreamWriter, listener: Listener
+    ) -> None:
         peer = writer.get_extra_info("peername")
         host = peer[0] if isinstance(peer, tuple) else "unknown"
         if self._stopping or len(self._connections) >= self.config.max_connections:
@@ -154,7 +160,7 @@ class KafkaServer:
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connection = _Connection(
-            writer, asyncio.current_task(), peer=str(host), session=Session(str(host))
+            writer, asyncio.current_task(), peer=str(host), session=_session(str(host), listener)
         )
         self._connections.add(connection)
         self.stats.accepted += 1
@@ -172,8 +178,13 @@ class KafkaServer:
 
     async def _serve(self, connection: _Connection, reader: FrameProtocol) -> None:
         idle_s = self.config.connections_max_idle_ms / 1000
-        limit = self.config.socket_request_max_bytes
         while not self._stopping:
+            # Before SASL authentication a frame is bounded by sasl.server.max.receive.size.
+            limit = (
+                self.config.socket_request_max_bytes
+                if connection.session.authenticated
+                else self.config.sasl.max_receive_size
+            )
             try:
                 prefix = await reader.readexactly(4, timeout=idle_s)
             except TimeoutError:
@@ -197,6 +208,7 @@ class KafkaServer:
                 self.stats.closed_idle += 1
                 return
             connection.busy = True
+            closing: CloseConnection | None = None
             try:
                 slot: contextlib.AbstractAsyncContextManager[Any] = (
                     self._no_slot if _parks(frame) else self._request_slots
@@ -206,9 +218,10 @@ class KafkaServer:
                     try:
                         parts = await self.dispatcher.dispatch(frame, connection.session)
                     except CloseConnection as reason:
-                        self.stats.closed_bad += 1
-                        LOG.info("closing %s: %s", connection.peer, reason)
-                        return
+                        closing = reason
+                if closing is not None:
+                    await self._close_with(connection, closing, idle_s)
+                    return
                 if parts is not None:
                     try:
                         await _write_parts(connection.writer, parts, idle_s)
@@ -219,6 +232,31 @@ class KafkaServer:
                         return
             finally:
                 connection.busy = False
+
+    async def _close_with(
+        self, connection: _Connection, closing: CloseConnection, idle_s: float
+    ) -> None:
+        """End a connection the dispatcher closed: after its delay (a failed login, held
+        without a request slot), send its farewell response, if any."""
+        self.stats.closed_bad += 1
+        LOG.info("closing %s: %s", connection.peer, closing)
+        if closing.delay_ms > 0:
+            await asyncio.sleep(closing.delay_ms / 1000)
+        if closing.farewell_parts:
+            with contextlib.suppress(TimeoutError):
+                await _write_parts(connection.writer, closing.farewell_parts, idle_s)
+
+
+def _session(host: str, listener: Listener) -> Session:
+    """A new connection's session: its listener and, from the listener's name, its security
+    protocol; not authenticated yet on a SASL_* listener."""
+    protocol = listener.name if listener.name in SECURITY_PROTOCOLS else "PLAINTEXT"
+    return Session(
+        host,
+        listener=listener.name,
+        security_protocol=protocol,
+        authenticated=not protocol.startswith("SASL_"),
+    )
 
 
 def _abort(writer: asyncio.StreamWriter) -> None:
