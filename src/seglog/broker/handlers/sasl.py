@@ -14,7 +14,9 @@ answer ``ILLEGAL_SASL_STATE``, as Kafka's ``KafkaApis``.
 A failed authentication is logged (client host, listener, mechanism, user name and what was
 wrong; never a password or a proof), answered with ``UNSUPPORTED_SASL_MECHANISM`` or
 ``SASL_AUTHENTICATION_FAILED`` after the throttle's delay (no answer for raw v0 tokens, as
-Kafka), and the connection is closed.
+Kafka), and the connection is closed. Session deadlines and the throttle read the clock's
+monotonic milliseconds (``Session.session_expires_ms`` is on that scale), as Kafka reads
+``nanoTime``: a wall-clock step never expires or extends a session.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ def gate(state: BrokerState, session: Session, api_key: int, version: int) -> No
             auth.api_versions_answered = True
         return
     expires = session.session_expires_ms
-    if expires is not None and state.manager.clock.now_ms() >= expires:
+    if expires is not None and state.manager.clock.monotonic_ms() >= expires:
         if api_key == SASL_HANDSHAKE and auth.supports_reauthentication:
             return
         raise CloseConnection(
@@ -88,7 +90,7 @@ def _refuse(
     assert state.sasl is not None
     auth = session.sasl
     mechanism = auth.mechanism if isinstance(auth, Authenticator) else None
-    delay = state.sasl.throttle.failed(session.client_host, state.manager.clock.now_ms())
+    delay = state.sasl.throttle.failed(session.client_host, state.manager.clock.monotonic_ms())
     LOG.info(
         "failed SASL authentication from %s on %s (mechanism %s, user %r): %s; closing after %d ms",
         session.client_host,
@@ -105,7 +107,7 @@ def _refuse(
 
 def _completed(state: BrokerState, session: Session, auth: Authenticator, lifetime_ms: int) -> None:
     assert auth.user is not None
-    complete_session(session, auth.user, lifetime_ms, state.manager.clock.now_ms())
+    complete_session(session, auth.user, lifetime_ms, state.manager.clock.monotonic_ms())
     LOG.debug(
         "%s authenticated as %s with %s (session lifetime %d ms)",
         session.client_host,

@@ -15,7 +15,9 @@ iterations=<n>``. Iterations lie in Kafka's range 4096..16384.
    extension ``tokenauth=true`` is refused (seglog has no delegation tokens); other extensions
    are ignored. Answer: server-first ``r=<client nonce><server nonce>,s=<salt>,i=<iterations>``.
 2. client-final ``c=<base64 gs2 header>,r=<nonce>,p=<base64 proof>``: the channel binding must
-   be the gs2 header of step 1, the nonce the combined one, and ``H(proof XOR
+   be the gs2 header of step 1, the nonce must end with the combined one (Kafka's rule:
+   librdkafka 2.0 sends its own nonce before the combined one; the proof still covers the
+   fresh server nonce, so nothing can be replayed), and ``H(proof XOR
    HMAC(StoredKey, AuthMessage)) == StoredKey`` (compared in constant time). Answer:
    server-final ``v=<base64 HMAC(ServerKey, AuthMessage)>``; the exchange is complete.
 
@@ -154,7 +156,7 @@ CredentialLookup = Callable[[str, str], ScramCredential | None]  # (user, mechan
 
 _CLIENT_FIRST = re.compile(
     r"n,(?:a=(?P<authzid>[^,]*))?,n=(?P<user>[^,]*),r=(?P<nonce>[\x21-\x2b\x2d-\x7e]+)"
-    r"(?P<extensions>(?:,[A-Za-z][^,]*)*)"
+    r"(?P<extensions>(?:,[A-Za-z][A-Za-z0-9]*=[^,]*)*)"
 )
 _CLIENT_FINAL = re.compile(
     r"c=(?P<binding>[A-Za-z0-9+/=]*),r=(?P<nonce>[\x21-\x2b\x2d-\x7e]+)"
@@ -244,8 +246,8 @@ class ScramServerExchange:
         expected_binding = base64.b64encode(self._gs2_header.encode()).decode()
         if match["binding"] != expected_binding:
             raise self._fail("channel binding differs from the client-first gs2 header")
-        if match["nonce"] != self._server_first[2 : self._server_first.index(",s=")]:
-            raise self._fail("nonce differs from the server's")
+        if not match["nonce"].endswith(self._server_first[2 : self._server_first.index(",s=")]):
+            raise self._fail("client-final nonce does not end with the server-first nonce")
         try:
             proof = base64.b64decode(match["proof"], validate=True)
         except binascii.Error:
