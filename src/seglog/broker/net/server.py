@@ -5,7 +5,10 @@ mutes a connection while its request is in flight), so responses leave in reques
 as Kafka's ``SocketServer`` applies them:
 
 * ``socket.request.max.bytes``: a larger size prefix closes the connection before its body is
-  read (:class:`FrameReader` semantics); a negative size too.
+  read (:class:`FrameReader` semantics); a negative size too. Before SASL authentication the
+  bound is ``sasl.server.max.receive.size`` (Kafka's 512 KiB).
+* a request the dispatcher refuses closes the connection; a refused login is first answered
+  with its error after the failed-login delay (which holds no ``queued.max.requests`` slot).
 * ``max.connections``: a connection above it is closed at once.
 * ``queued.max.requests``: at most that many requests are being handled at once across all
   connections; a connection whose request finds no room waits (it is not read meanwhile).
@@ -180,9 +183,10 @@ class KafkaServer:
         idle_s = self.config.connections_max_idle_ms / 1000
         while not self._stopping:
             # Before SASL authentication a frame is bounded by sasl.server.max.receive.size.
+            authenticated = connection.session.authenticated
             limit = (
                 self.config.socket_request_max_bytes
-                if connection.session.authenticated
+                if authenticated
                 else self.config.sasl.max_receive_size
             )
             try:
@@ -194,9 +198,10 @@ class KafkaServer:
             if size < 0 or size > limit:
                 self.stats.closed_bad += 1
                 LOG.warning(
-                    "closing %s: request of %d bytes exceeds socket.request.max.bytes=%d",
+                    "closing %s: request of %d bytes exceeds %s=%d",
                     connection.peer,
                     size,
+                    "socket.request.max.bytes" if authenticated else "sasl.server.max.receive.size",
                     limit,
                 )
                 return
