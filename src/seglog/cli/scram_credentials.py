@@ -24,7 +24,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from seglog.cli.common import EXIT_OK, broker_config, command_options_parent
+from seglog.cli.common import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    broker_config,
+    command_options_parent,
+)
 
 if TYPE_CHECKING:
     from seglog.broker.security.credential_store import Credentials
@@ -135,7 +141,9 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from seglog.errors import InvalidConfigError
 
     if (args.add is not None or args.delete is not None) and not args.user:
-        parser.error("--add and --delete need --user NAME")
+        parser.print_usage(sys.stderr)
+        print(f"{parser.prog}: error: --add and --delete need --user NAME", file=sys.stderr)
+        return EXIT_USAGE
     directory = Path(broker_config(args, writes=True).log_dirs[0])
     store = CredentialStore(directory)
     if args.describe:
@@ -171,6 +179,6 @@ def run(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
             f"seglog: error: user {user} has no {', '.join(missing)} credential; nothing deleted",
             file=sys.stderr,
         )
-        return 1
+        return EXIT_FAILURE
     print(f"Completed updating config for user {user}.")
     return EXIT_OK
