@@ -31,6 +31,7 @@ from seglog.broker.security.authenticator import (
     SASL_AUTHENTICATE,
     SASL_HANDSHAKE,
     Authenticator,
+    AuthStep,
     Phase,
     complete_session,
 )
@@ -105,12 +106,15 @@ def _refuse(
     )
 
 
-def _completed(state: BrokerState, session: Session, auth: Authenticator, lifetime_ms: int) -> None:
+def _completed(state: BrokerState, session: Session, auth: Authenticator, step: AuthStep) -> None:
     assert auth.user is not None
+    lifetime_ms = step.session_lifetime_ms
     complete_session(session, auth.user, lifetime_ms, state.manager.clock.monotonic_ms())
-    LOG.debug(
-        "%s authenticated as %s with %s (session lifetime %d ms)",
+    LOG.log(
+        logging.INFO if step.reauthenticated else logging.DEBUG,
+        "%s %s as %s with %s (session lifetime %d ms)",
         session.client_host,
+        "re-authenticated" if step.reauthenticated else "authenticated",
         session.principal,
         auth.mechanism,
         lifetime_ms,
@@ -159,7 +163,7 @@ async def handle_authenticate(
         )
         _refuse(state, session, error, farewell)
     if step.complete:
-        _completed(state, session, auth, step.session_lifetime_ms)
+        _completed(state, session, auth, step)
     return SaslAuthenticateResponse(
         error_code=ErrorCode.NONE,
         error_message=None,
@@ -177,7 +181,7 @@ def raw_token(state: BrokerState, session: Session, frame: bytes | memoryview) -
     except SaslAuthenticationFailed as error:
         _refuse(state, session, error, None)
     if step.complete:
-        _completed(state, session, auth, step.session_lifetime_ms)
+        _completed(state, session, auth, step)
     return [struct.pack(">i", len(step.token)) + step.token]
 
 

@@ -60,6 +60,7 @@ class AuthStep:
     token: bytes
     complete: bool = False
     session_lifetime_ms: int = 0
+    reauthenticated: bool = False
 
 
 class Authenticator:
@@ -139,9 +140,9 @@ class Authenticator:
             )
         self.user = user
         self.phase = Phase.COMPLETE
-        self.reauthenticating = False
+        reauthenticated, self.reauthenticating = self.reauthenticating, False
         lifetime = self.settings.reauth_ms.get(exchange.mechanism, 0)
-        return AuthStep(answer, True, lifetime)
+        return AuthStep(answer, True, lifetime, reauthenticated)
 
 
 def complete_session(session: Session, user: str, lifetime_ms: int, now_ms: int) -> None:
