@@ -48,7 +48,7 @@ class Dispatcher:
         """Handle one request frame (without its size prefix) of the connection ``session``;
         see the module docstring."""
         if session.uses_sasl and sasl.expects_raw_token(session):
-            return list(sasl.raw_token(self.state, session, frame))
+            return await sasl.raw_token(self.state, session, frame)
         try:
             api_key, version, correlation_id = peek_header(frame)
         except ProtocolDecodeError as error:

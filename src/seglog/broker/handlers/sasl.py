@@ -14,13 +14,16 @@ answer ``ILLEGAL_SASL_STATE``, as Kafka's ``KafkaApis``.
 A failed authentication is logged (client host, listener, mechanism, user name and what was
 wrong; never a password or a proof), answered with ``UNSUPPORTED_SASL_MECHANISM`` or
 ``SASL_AUTHENTICATION_FAILED`` after the throttle's delay (no answer for raw v0 tokens, as
-Kafka), and the connection is closed. Session deadlines and the throttle read the clock's
+Kafka), and the connection is closed. A token is evaluated in a worker thread: checking a PLAIN
+password against a stored SCRAM credential runs PBKDF2 (milliseconds), which must not stall the
+event loop that serves every other client. Session deadlines and the throttle read the clock's
 monotonic milliseconds (``Session.session_expires_ms`` is on that scale), as Kafka reads
 ``nanoTime``: a wall-clock step never expires or extends a session.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 from typing import NoReturn
@@ -45,6 +48,7 @@ from seglog.protocol.messages import (
     SaslHandshakeRequest,
     SaslHandshakeResponse,
 )
+from seglog.protocol.schema import ExternalRecords
 
 LOG = logging.getLogger("seglog.serve")
 AFTER_AUTHENTICATION = "SaslAuthenticate request received after successful authentication"
@@ -156,7 +160,9 @@ async def handle_authenticate(
             error_code=ErrorCode.ILLEGAL_SASL_STATE, error_message=AFTER_AUTHENTICATION
         )
     try:
-        step = auth.authenticate(request.auth_bytes, context.api_version)
+        step = await asyncio.to_thread(
+            auth.authenticate, bytes(request.auth_bytes), context.api_version
+        )
     except SaslAuthenticationFailed as error:
         farewell = SaslAuthenticateResponse(
             error_code=ErrorCode.SASL_AUTHENTICATION_FAILED, error_message=error.client_message
@@ -172,12 +178,14 @@ async def handle_authenticate(
     )
 
 
-def raw_token(state: BrokerState, session: Session, frame: bytes | memoryview) -> list[bytes]:
+async def raw_token(
+    state: BrokerState, session: Session, frame: bytes | memoryview
+) -> list[bytes | ExternalRecords]:
     """A raw SASL token after a v0 SaslHandshake: the answer as a size-prefixed raw frame."""
     auth = session.sasl
     assert isinstance(auth, Authenticator)
     try:
-        step = auth.authenticate(bytes(frame), None)
+        step = await asyncio.to_thread(auth.authenticate, bytes(frame), None)
     except SaslAuthenticationFailed as error:
         _refuse(state, session, error, None)
     if step.complete:

@@ -20,10 +20,10 @@ server key and the iteration count; never a password. The file is created with m
 Readers see the whole old file or the whole new one, never a mix.
 
 **Reads by a running server.** :meth:`CredentialStore.lookup` stats the file on every lookup
-(once per authentication) and reloads it when its inode, size or modification time changed, so
-a credential added or deleted while ``seglog serve`` runs counts from the next login. A file
-that no longer parses keeps the last good credentials (logged as an error), so a damaged file
-never opens the door to anyone.
+(once per authentication, from any thread: a lock guards the reload) and reloads it when its
+inode, size or modification time changed, so a credential added or deleted while ``seglog
+serve`` runs counts from the next login. A file that no longer parses keeps the last good
+credentials (logged as an error), so a damaged file never opens the door to anyone.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import fcntl
 import json
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -92,6 +93,7 @@ class CredentialStore:
         self.path = directory / FILE_NAME
         self._seen: tuple[int, int, int] | None = None
         self._credentials: Credentials = {}
+        self._lock = threading.Lock()
 
     def load(self) -> Credentials:
         """Every credential in the file (none when it does not exist).
@@ -106,13 +108,17 @@ class CredentialStore:
     def lookup(self, user: str, mechanism: str) -> ScramCredential | None:
         """``user``'s credential for ``mechanism``, from the file as it is now."""
         self._refresh()
-        return self._credentials.get(user, {}).get(mechanism)
+        return self._credentials.get(user, {}).get(mechanism)  # replaced whole, never mutated
 
     def credentials_of(self, user: str) -> dict[str, ScramCredential]:
         self._refresh()
         return dict(self._credentials.get(user, {}))
 
     def _refresh(self) -> None:
+        with self._lock:  # lookups run in the server's worker threads
+            self._refresh_locked()
+
+    def _refresh_locked(self) -> None:
         try:
             st = os.stat(self.path)
             seen: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
