@@ -249,6 +249,17 @@ def test_raw_tokens_after_a_v0_handshake(served: Served) -> None:
     assert closed.value.farewell_parts is None  # v0: no error frame, as Kafka
 
 
+def test_scram_over_raw_tokens(served: Served) -> None:
+    session = served.session()
+    call(served, session, 17, 0, messages.SaslHandshakeRequest("SCRAM-SHA-256"))
+    client = ScramClient("sha256", "alice", "pw")
+    (first,) = asyncio.run(served.dispatcher.dispatch(client.first(), session)) or []
+    assert isinstance(first, bytes)
+    (final,) = asyncio.run(served.dispatcher.dispatch(client.final(first[4:]), session)) or []
+    assert isinstance(final, bytes) and client.verify(final[4:])
+    assert session.authenticated and session.principal == "User:alice"
+
+
 def test_plaintext_sessions_answer_illegal_sasl_state(served: Served) -> None:
     session = served.session("PLAINTEXT")
     assert call(served, session, 17, 1, messages.SaslHandshakeRequest("PLAIN")).error_code == 34
