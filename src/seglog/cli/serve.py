@@ -12,8 +12,9 @@ maintain`` runs: retention, the log cleaner, compaction triggers, flushes, check
 metrics endpoint (``--metrics-port``, 0 for a free port). On a ``SASL_PLAINTEXT`` listener
 clients log in with SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (``sasl.enabled.mechanisms``;
 users from ``seglog scram-credentials`` and the listener's PLAIN JAAS text). Broker settings
-come from ``--config server.properties`` (Kafka's keys: ``node.id``, ``num.partitions``, ``auto.create.topics.enable``,
-``socket.request.max.bytes``, ``max.connections``, ``connections.max.idle.ms``, ...).
+come from ``--config server.properties`` (Kafka's keys: ``node.id``, ``num.partitions``,
+``auto.create.topics.enable``, ``socket.request.max.bytes``, ``max.connections``,
+``connections.max.idle.ms``, ...).
 
 **Output.** Once the listeners are bound and the data dirs open, exactly one line on stdout::
 
