@@ -220,6 +220,7 @@ def test_sasl_settings() -> None:
     assert listener.plain_users == {"a": "b"}
     assert listener.reauth_ms == {"PLAIN": 1000, "SCRAM-SHA-256": 5000}
     assert config.for_listener("OTHER").mechanisms == ("SCRAM-SHA-512",)
+    assert config.for_listener("LATE").mechanisms == ("SCRAM-SHA-512",)  # not named at start
     assert SaslConfig.from_properties({}, ["X"]).for_listener("X").mechanisms == (
         "SCRAM-SHA-256",
         "SCRAM-SHA-512",

@@ -92,18 +92,19 @@ class SaslConfig:
     listeners: Mapping[str, ListenerSasl] = field(default_factory=dict)
     failed_authentication_delay_ms: int = DEFAULT_FAILED_AUTH_DELAY_MS
     max_receive_size: int = DEFAULT_MAX_RECEIVE_SIZE
+    properties: Mapping[str, str] = field(default_factory=dict)  # for listeners named later
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str], sasl_listeners: Iterable[str]) -> SaslConfig:
-        """The settings for the ``SASL_*`` listeners named ``sasl_listeners``."""
+        """The settings for the SASL listeners named ``sasl_listeners`` (checked now; another
+        listener's settings are read from the same properties when first asked for)."""
         return cls(
             {name: _listener_sasl(props, name) for name in sasl_listeners},
             _int(props, "connection.failed.authentication.delay.ms", 100, 0),
             _int(props, "sasl.server.max.receive.size", DEFAULT_MAX_RECEIVE_SIZE, 1),
+            dict(props),
         )
 
     def for_listener(self, listener: str) -> ListenerSasl:
         found = self.listeners.get(listener)
-        if found is None:
-            return ListenerSasl(tuple(DEFAULT_MECHANISMS.split(",")))
-        return found
+        return found if found is not None else _listener_sasl(self.properties, listener)
