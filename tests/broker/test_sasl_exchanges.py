@@ -234,11 +234,11 @@ def test_sasl_settings() -> None:
 def test_credential_store_writes_crash_safely_and_reloads(tmp_path: Path) -> None:
     store = CredentialStore(tmp_path)
     assert store.lookup("alice", "SCRAM-SHA-256") is None
-    credential = make_credential("SCRAM-SHA-256", "pw")
+    credential = make_credential("SCRAM-SHA-256", "correct-horse-battery")
     store.alter(lambda c: c.setdefault("alice", {}).update({"SCRAM-SHA-256": credential}))
     path = tmp_path / FILE_NAME
     assert os.stat(path).st_mode & 0o777 == 0o600
-    assert "pw" not in path.read_text().replace("password", "")
+    assert "correct-horse-battery" not in path.read_text()
     assert not (tmp_path / (FILE_NAME + ".tmp")).exists()
     reader = CredentialStore(tmp_path)  # a running server's view
     assert reader.lookup("alice", "SCRAM-SHA-256") == credential

@@ -21,7 +21,8 @@ Readers see the whole old file or the whole new one, never a mix.
 
 **Reads by a running server.** :meth:`CredentialStore.lookup` stats the file on every lookup
 (once per authentication, from any thread: a lock guards the reload) and reloads it when its
-inode, size or modification time changed, so a credential added or deleted while ``seglog
+inode, size or modification time changed (or was modified in the last two seconds, when a
+second write may hide behind the first one's stat), so a credential added or deleted while ``seglog
 serve`` runs counts from the next login. A file that no longer parses keeps the last good
 credentials (logged as an error), so a damaged file never opens the door to anyone.
 """
@@ -33,6 +34,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,6 +49,9 @@ FILE_NAME = "scram-credentials.json"
 FORMAT = "seglog-scram-credentials"
 VERSION = 1
 MAX_FILE_BYTES = 64 * 1024 * 1024
+# A file modified this recently is read again even when its stat looks unchanged: two writes
+# within one file-system timestamp tick can leave the same size, time and (recycled) inode.
+RACY_NS = 2_000_000_000
 
 Credentials = dict[str, dict[str, ScramCredential]]  # user -> mechanism -> credential
 
@@ -93,6 +98,7 @@ class CredentialStore:
         self.path = directory / FILE_NAME
         self._seen: tuple[int, int, int] | None = None
         self._credentials: Credentials = {}
+        self._data = b""
         self._lock = threading.Lock()
 
     def load(self) -> Credentials:
@@ -124,10 +130,17 @@ class CredentialStore:
             seen: tuple[int, int, int] | None = (st.st_ino, st.st_size, st.st_mtime_ns)
         except FileNotFoundError:
             seen = None
-        if seen == self._seen:
+        if seen is None:
+            self._credentials, self._seen, self._data = {}, None, b""
+            return
+        racy = time.time_ns() - st.st_mtime_ns < RACY_NS
+        if seen == self._seen and not racy:
             return
         try:
-            self._credentials = self.load() if seen is not None else {}
+            data = read_file_bytes(self.path, max_bytes=MAX_FILE_BYTES)
+            if data != self._data or self._seen is None:
+                self._credentials = _parse(data, str(self.path))
+                self._data = data
         except SeglogError as error:
             LOG.error("keeping the previous SCRAM credentials: %s", error)
         self._seen = seen
