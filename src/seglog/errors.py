@@ -318,6 +318,8 @@ class CorruptTxnRecordError(CorruptRecordError):
     past the end, a value version or status code no Kafka writes, a null key). ``position`` is
     the byte inside the key or value; a loader adds the partition and offset of the record to
     ``reason``. Kafka stops loading the partition at such a record; so does seglog."""
+
+
 class InvalidCertificateError(PositionedError):
     """A client certificate whose DER structure does not parse where the server reads it (the
     subject's distinguished name); names the byte position and the broken rule."""

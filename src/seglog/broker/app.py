@@ -30,11 +30,14 @@ from seglog.broker.handlers import (
     offsets,
     produce,
     producer_ids,
+    sasl,
     txn_admin,
     txn_offsets,
 )
 from seglog.broker.net.server import KafkaServer
 from seglog.broker.registry import ApiHandler
+from seglog.broker.security.authenticator import SaslServer
+from seglog.broker.security.credential_store import CredentialStore
 from seglog.broker.server_config import ALLOW_INSECURE_KEY, Listener, ServerConfig
 from seglog.broker.state import BrokerState
 
@@ -61,6 +64,7 @@ def all_handlers() -> list[ApiHandler]:
         *group_admin.HANDLERS,
         *txn_admin.HANDLERS,
         *txn_offsets.HANDLERS,
+        *sasl.HANDLERS,
     ]
 
 
@@ -84,6 +88,7 @@ async def run_server(
         name == OFFSETS_TOPIC and groups.ensure_offsets_topic()
     )
     state.on_topic_deleted.append(groups.topic_deleted)
+    state.sasl = SaslServer(config.sasl, CredentialStore(manager.first_directory))
     dispatcher = Dispatcher(state, all_handlers())
     server = KafkaServer(dispatcher, config)
     bound = await server.start()

@@ -18,7 +18,23 @@ from seglog.broker.state import BrokerState, RequestContext
 
 
 class CloseConnection(Exception):
-    """The connection must be closed without a response (the reason is logged)."""
+    """The connection must be closed (the reason is logged), without a response unless a
+    ``farewell`` body is given: a failed authentication is answered with its error, after
+    ``delay_ms``, and then closed, as Kafka does. The dispatcher encodes the farewell into
+    ``farewell_parts`` (a raw frame may be given there directly)."""
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        farewell: Any = None,
+        farewell_parts: list[Any] | None = None,
+        delay_ms: int = 0,
+    ) -> None:
+        super().__init__(reason)
+        self.farewell = farewell
+        self.farewell_parts = farewell_parts
+        self.delay_ms = delay_ms
 
 
 Handler = Callable[[BrokerState, RequestContext, Any], Awaitable[Any]]

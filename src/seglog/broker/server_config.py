@@ -53,6 +53,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from seglog.broker.groups.group_config import GroupConfig
+from seglog.broker.security.sasl_config import SaslConfig
 from seglog.broker.security.tls import TlsSettings
 from seglog.broker.session import SECURITY_PROTOCOLS
 from seglog.errors import InvalidConfigError
@@ -252,6 +253,7 @@ class ServerConfig:
     auto_create_topics_enable: bool = True
     delete_topic_enable: bool = True
     groups: GroupConfig = field(default_factory=GroupConfig)
+    sasl: SaslConfig = field(default_factory=SaslConfig)
 
     @classmethod
     def from_properties(
@@ -290,5 +292,8 @@ class ServerConfig:
             auto_create_topics_enable=_bool(props, "auto.create.topics.enable", True),
             delete_topic_enable=_bool(props, "delete.topic.enable", True),
             groups=GroupConfig.from_properties(props),
+            sasl=SaslConfig.from_properties(
+                props, [x.name for x in listeners if x.security_protocol.startswith("SASL_")]
+            ),
         )
         return config

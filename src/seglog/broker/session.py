@@ -13,7 +13,7 @@ as the connection. It is the only per-connection state the dispatcher and the ha
   only ApiVersions, SaslHandshake and SaslAuthenticate are served;
 * ``sasl``: the SASL exchange in progress (owned by the SASL code; opaque here);
 * ``session_expires_ms``: when a SASL session must be re-authenticated
-  (``connections.max.reauth.ms``), None when never.
+  (``connections.max.reauth.ms``), on the clock's monotonic milliseconds; None when never.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from seglog.format.topic_names import TopicPartition
 
 if TYPE_CHECKING:
     from seglog.broker.group_service import GroupService
+    from seglog.broker.security.authenticator import SaslServer
     from seglog.engine.log.partition_log import Log
     from seglog.engine.log_manager import LogManager
 
@@ -130,6 +131,9 @@ class BrokerState:
         self.appends = AppendWaiters()
         # Answers every authorization question (``authorizer.class.name``; none: allow all).
         self.authorizer: Authorizer = AllowEverything()
+        # The SASL side (mechanisms, credentials, throttle) for SASL_* listeners: set by the
+        # server's assembly; None serves no SASL (SaslHandshake answers ILLEGAL_SASL_STATE).
+        self.sasl: SaslServer | None = None
         # (api_key, min, max) of every handler: set by the dispatcher from its registry.
         self.advertised: list[tuple[int, int, int]] = []
         # Creates an internal topic with its own settings (``__consumer_offsets``) or returns

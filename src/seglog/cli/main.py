@@ -139,6 +139,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "serve the data dirs to Kafka clients over Kafka's protocol (a one-node broker)",
     ),
     (
+        "scram-credentials",
+        "seglog.cli.scram_credentials",
+        "add, delete and describe SCRAM users (like kafka-configs.sh --entity-type users)",
+    ),
+    (
         "demo",
         "seglog.cli.demo",
         "run the main job: produce, roll, retain, clean, compact, Spark, verify, summarise",

@@ -9,9 +9,12 @@ The server listens on ``listeners`` (``--listeners`` overrides it; default
 ``PLAINTEXT://127.0.0.1:9092``, loopback only; port 0 picks a free port) and tells clients the
 ``advertised.listeners`` address (default: the bound one). It runs everything ``seglog
 maintain`` runs: retention, the log cleaner, compaction triggers, flushes, checkpoints and the
-metrics endpoint (``--metrics-port``, 0 for a free port). Broker settings come from ``--config
-server.properties`` (Kafka's keys: ``node.id``, ``num.partitions``, ``auto.create.topics.enable``,
-``socket.request.max.bytes``, ``max.connections``, ``connections.max.idle.ms``, ...).
+metrics endpoint (``--metrics-port``, 0 for a free port). On a ``SASL_PLAINTEXT`` listener
+clients log in with SASL PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512 (``sasl.enabled.mechanisms``;
+users from ``seglog scram-credentials`` and the listener's PLAIN JAAS text). Broker settings
+come from ``--config server.properties`` (Kafka's keys: ``node.id``, ``num.partitions``,
+``auto.create.topics.enable``, ``socket.request.max.bytes``, ``max.connections``,
+``connections.max.idle.ms``, ...).
 
 **Listeners.** Several at once, with Kafka's names and settings: ``listeners``,
 ``listener.security.protocol.map`` (``PLAINTEXT``, ``SSL``, ``SASL_PLAINTEXT``, ``SASL_SSL``),

@@ -5,7 +5,10 @@ mutes a connection while its request is in flight), so responses leave in reques
 as Kafka's ``SocketServer`` applies them:
 
 * ``socket.request.max.bytes``: a larger size prefix closes the connection before its body is
-  read (:class:`FrameReader` semantics); a negative size too.
+  read (:class:`FrameReader` semantics); a negative size too. Before SASL authentication the
+  bound is ``sasl.server.max.receive.size`` (Kafka's 512 KiB).
+* a request the dispatcher refuses closes the connection; a refused login is first answered
+  with its error after the failed-login delay (which holds no ``queued.max.requests`` slot).
 * ``max.connections``: a connection above it is closed at once.
 * ``queued.max.requests``: at most that many requests are being handled at once across all
   connections; a connection whose request finds no room waits (it is not read meanwhile).
@@ -264,8 +267,14 @@ class KafkaServer:
 
     async def _serve(self, connection: _Connection, reader: FrameProtocol) -> None:
         idle_s = self.config.connections_max_idle_ms / 1000
-        limit = self.config.socket_request_max_bytes
         while not self._stopping:
+            # Before SASL authentication a frame is bounded by sasl.server.max.receive.size.
+            authenticated = connection.session.authenticated
+            limit = (
+                self.config.socket_request_max_bytes
+                if authenticated
+                else self.config.sasl.max_receive_size
+            )
             try:
                 prefix = await reader.readexactly(4, timeout=idle_s)
             except TimeoutError:
@@ -275,9 +284,10 @@ class KafkaServer:
             if size < 0 or size > limit:
                 self.stats.closed_bad += 1
                 LOG.warning(
-                    "closing %s: request of %d bytes exceeds socket.request.max.bytes=%d",
+                    "closing %s: request of %d bytes exceeds %s=%d",
                     connection.peer,
                     size,
+                    "socket.request.max.bytes" if authenticated else "sasl.server.max.receive.size",
                     limit,
                 )
                 return
@@ -289,6 +299,7 @@ class KafkaServer:
                 self.stats.closed_idle += 1
                 return
             connection.busy = True
+            closing: CloseConnection | None = None
             try:
                 slot: contextlib.AbstractAsyncContextManager[Any] = (
                     self._no_slot if _parks(frame) else self._request_slots
@@ -298,9 +309,10 @@ class KafkaServer:
                     try:
                         parts = await self.dispatcher.dispatch(frame, connection.session)
                     except CloseConnection as reason:
-                        self.stats.closed_bad += 1
-                        LOG.info("closing %s: %s", connection.peer, reason)
-                        return
+                        closing = reason
+                if closing is not None:
+                    await self._close_with(connection, closing, idle_s)
+                    return
                 if parts is not None:
                     try:
                         await _write_parts(connection.writer, parts, idle_s)
@@ -311,6 +323,19 @@ class KafkaServer:
                         return
             finally:
                 connection.busy = False
+
+    async def _close_with(
+        self, connection: _Connection, closing: CloseConnection, idle_s: float
+    ) -> None:
+        """End a connection the dispatcher closed: after its delay (a failed login, held
+        without a request slot), send its farewell response, if any."""
+        self.stats.closed_bad += 1
+        LOG.info("closing %s: %s", connection.peer, closing)
+        if closing.delay_ms > 0:
+            await asyncio.sleep(closing.delay_ms / 1000)
+        if closing.farewell_parts:
+            with contextlib.suppress(TimeoutError):
+                await _write_parts(connection.writer, closing.farewell_parts, idle_s)
 
 
 _CLEARTEXT_REASONS = ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "UNKNOWN_PROTOCOL", "RECORD_LAYER")

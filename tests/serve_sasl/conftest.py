@@ -1,0 +1,55 @@
+"""Fixtures of the SASL integration tests: one ``seglog serve`` on a SASL_PLAINTEXT listener
+per module (PLAIN user ``admin`` from JAAS; SCRAM user ``alice`` added with the CLI before the
+start), and ``kcat``'s path."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sasl_server import ALICE_PASSWORD, SETTINGS, SaslServe, add_user
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "serve: integration tests against a real `seglog serve` process"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.serve)
+
+
+@pytest.fixture(scope="module")
+def server_settings() -> dict[str, str]:
+    """The server's settings; a module overrides this to add its own."""
+    return dict(SETTINGS, **{"connection.failed.authentication.delay.ms": "10"})
+
+
+@pytest.fixture(scope="module")
+def sasl_serve(
+    tmp_path_factory: pytest.TempPathFactory, server_settings: dict[str, str]
+) -> Iterator[SaslServe]:
+    data_dir = tmp_path_factory.mktemp("sasl") / "data"
+    data_dir.mkdir()
+    add_user(data_dir, "alice", ALICE_PASSWORD)
+    server = SaslServe(data_dir, server_settings).start()
+    try:
+        yield server
+        server.stop()
+    finally:
+        server.kill()
+        print(server.log()[-5000:])
+
+
+@pytest.fixture(scope="session")
+def kcat() -> str:
+    path = shutil.which("kcat") or shutil.which("kafkacat")
+    if path is None:
+        pytest.skip("kcat is not installed (Debian: apt-get install kcat)")
+    return path
