@@ -27,6 +27,8 @@ from seglog.broker.dispatch import Dispatcher
 from seglog.broker.handlers import api_versions, metadata
 from seglog.broker.net.server import KafkaServer
 from seglog.broker.registry import ApiHandler
+from seglog.broker.security.authenticator import SaslServer
+from seglog.broker.security.credential_store import CredentialStore
 from seglog.broker.server_config import Listener, ServerConfig
 from seglog.broker.session import ANONYMOUS, Session
 from seglog.broker.state import BrokerState, RequestContext
@@ -65,6 +67,7 @@ class InProcessServer:
         self.manager = LogManager.open(BrokerConfig(log_dirs=(str(data_dir),)))
         groups = open_groups(self.manager, config)
         self.state = BrokerState(self.manager, config, cluster_id="tls", groups=groups)
+        self.state.sasl = SaslServer(config.sasl, CredentialStore(self.manager.first_directory))
 
         async def recording(
             state: BrokerState, context: RequestContext, request: ApiVersionsRequest
