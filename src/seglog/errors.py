@@ -311,3 +311,15 @@ class CorruptGroupRecordError(CorruptRecordError):
     past the end, a value version no Kafka writes, a null key). ``position`` is the byte inside
     the key or value; a loader adds the partition and offset of the record to ``reason``.
     Kafka stops loading the partition at such a record; so does seglog."""
+
+
+class InvalidAclError(SeglogError, ValueError):
+    """An ACL binding or filter that breaks Kafka's rules (an ANY resource type in a binding,
+    a MATCH pattern type stored, a principal without ``Type:``, an empty resource name, a
+    cluster resource not named ``kafka-cluster``): Kafka's INVALID_REQUEST on the wire."""
+
+
+class CorruptAclFileError(CorruptCheckpointError):
+    """The ACL file of a data directory does not parse: the file and line say where. It is
+    never read as "no ACLs", which would open (or, with ``allow.everyone.if.no.acl.found``,
+    widen) access."""

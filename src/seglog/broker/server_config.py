@@ -16,7 +16,9 @@ auto.create.topics.enable              true                        Metadata crea
 delete.topic.enable                    true                        DeleteTopics allowed
 =====================================  ==========================  ==========================
 
-The consumer-group settings (``group.*``) are :class:`GroupConfig`'s; the ``offsets.*`` ones are
+The consumer-group settings (``group.*``) are :class:`GroupConfig`'s; the authorizer's
+(``authorizer.class.name``, ``super.users``, ``allow.everyone.if.no.acl.found``) are
+:class:`AuthorizerSettings`'s; the ``offsets.*`` ones are
 storage settings (:class:`seglog.config.BrokerConfig`).
 
 Decision: ``listeners`` defaults to loopback (``127.0.0.1``), not Kafka's all-interfaces
@@ -30,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from seglog.broker.acl.settings import AuthorizerSettings
 from seglog.broker.groups.group_config import GroupConfig
 from seglog.errors import InvalidConfigError
 
@@ -112,6 +115,7 @@ class ServerConfig:
     auto_create_topics_enable: bool = True
     delete_topic_enable: bool = True
     groups: GroupConfig = field(default_factory=GroupConfig)
+    authorizer: AuthorizerSettings = field(default_factory=AuthorizerSettings)
 
     @classmethod
     def from_properties(
@@ -134,5 +138,6 @@ class ServerConfig:
             auto_create_topics_enable=_bool(props, "auto.create.topics.enable", True),
             delete_topic_enable=_bool(props, "delete.topic.enable", True),
             groups=GroupConfig.from_properties(props),
+            authorizer=AuthorizerSettings.from_properties(props),
         )
         return config
