@@ -158,6 +158,21 @@ class BrokerState:
         """Whether the request's principal may perform ``operation`` on the resource."""
         return self.authorizer.authorize(context.connection, operation, resource_type, name)
 
+    def authorized_names(
+        self,
+        context: RequestContext,
+        operation: Operation,
+        resource_type: ResourceType,
+        names: Iterable[str | None],
+    ) -> set[str]:
+        """The ``names`` the principal may perform ``operation`` on (each asked once; Kafka's
+        ``filterByAuthorized``)."""
+        return {
+            name
+            for name in {n for n in names if n is not None}
+            if self.authorize(context, operation, resource_type, name)
+        }
+
     def authorize_by_resource_type(
         self, context: RequestContext, operation: Operation, resource_type: ResourceType
     ) -> bool:
