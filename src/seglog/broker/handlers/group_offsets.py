@@ -13,12 +13,19 @@ OffsetFetch: v1-7 one group, v8+ a batch of groups; ``topics`` null (v2+) means 
 partition the group has committed; a partition without a commit answers offset -1, metadata
 ``""``, leader epoch -1 and no error, as Kafka does. ``require_stable`` (v7+) needs nothing:
 offsets committed in transactions do not exist here.
+
+Authorization first (Kafka's ``KafkaApis``): OffsetCommit needs READ on the group (else
+GROUP_AUTHORIZATION_FAILED for every partition, nothing written) and READ on each topic
+(TOPIC_AUTHORIZATION_FAILED for its partitions; the others are committed); OffsetFetch DESCRIBE
+on the group and on each topic (every-topic fetches leave undescribable topics out); OffsetDelete
+DELETE on the group (the top-level error) and READ on each topic.
 """
 
 from __future__ import annotations
 
 import logging
 
+from seglog.broker.authorization import Operation, ResourceType
 from seglog.broker.groups.offsets_store import OffsetAndMetadata
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import BrokerState, RequestContext
@@ -76,11 +83,23 @@ async def offset_commit(
 ) -> OffsetCommitResponse:
     service = state.groups
     now = service.now_ms()
-    keys = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    every = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    if not state.authorize(context, Operation.READ, ResourceType.GROUP, request.group_id):
+        return _commit_answer(request, dict.fromkeys(every, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    readable = state.authorized_names(
+        context, Operation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
+    denied = {key: ErrorCode.TOPIC_AUTHORIZATION_FAILED for key in every if key[0] not in readable}
+    keys = [key for key in every if key[0] in readable]
+    if not keys:
+        return _commit_answer(request, denied)
     if not request.group_id:
-        return _commit_answer(request, dict.fromkeys(keys, ErrorCode.INVALID_GROUP_ID))
+        return _commit_answer(
+            request, {**dict.fromkeys(keys, ErrorCode.INVALID_GROUP_ID), **denied}
+        )
     if not service.ensure_offsets_topic():
-        return _commit_answer(request, dict.fromkeys(keys, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        unavailable = dict.fromkeys(keys, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return _commit_answer(request, {**unavailable, **denied})
     error = service.coordinator.validate_offset_commit(
         request.group_id,
         request.generation_id_or_member_epoch,
@@ -89,11 +108,13 @@ async def offset_commit(
         now,
     )
     if error is not ErrorCode.NONE:
-        return _commit_answer(request, dict.fromkeys(keys, error))
+        return _commit_answer(request, {**dict.fromkeys(keys, error), **denied})
     retention = request.retention_time_ms if 2 <= context.api_version <= 4 else -1
-    errors: dict[tuple[str, int], ErrorCode] = {}
+    errors: dict[tuple[str, int], ErrorCode] = dict(denied)
     values: dict[TopicPartition, OffsetAndMetadata] = {}
     for topic in request.topics:
+        if topic.name not in readable:
+            continue
         for p in topic.partitions:
             key = TopicPartition(topic.name, p.partition_index)
             metadata = p.committed_metadata or ""
@@ -121,17 +142,48 @@ async def offset_commit(
     return _commit_answer(request, errors)
 
 
+Found = list[tuple[str, list[tuple[int, OffsetCommitValue | None, ErrorCode]]]]
+
+
 def _fetch_group(
-    state: BrokerState, group_id: str, wanted: list[tuple[str, list[int]]] | None
-) -> list[tuple[str, list[tuple[int, OffsetCommitValue | None]]]]:
+    state: BrokerState,
+    context: RequestContext,
+    group_id: str,
+    wanted: list[tuple[str, list[int]]] | None,
+    available: bool,
+) -> tuple[ErrorCode, Found]:
+    """One group's committed offsets, as Kafka authorizes them: DESCRIBE on the group (else
+    GROUP_AUTHORIZATION_FAILED, and the requested partitions carry it); for every topic
+    (``wanted`` None) only the topics the principal may DESCRIBE, silently; a named topic it
+    may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED per partition."""
+    if not state.authorize(context, Operation.DESCRIBE, ResourceType.GROUP, group_id):
+        refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        return refused, [(t, [(p, None, refused) for p in ps]) for t, ps in wanted or []]
+    if not available:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
     committed = state.groups.store.committed(group_id)
     if wanted is None:
-        by_topic: dict[str, list[tuple[int, OffsetCommitValue | None]]] = {}
+        describable = state.authorized_names(
+            context, Operation.DESCRIBE, ResourceType.TOPIC, {tp.topic for tp in committed}
+        )
+        by_topic: dict[str, list[tuple[int, OffsetCommitValue | None, ErrorCode]]] = {}
         for tp, value in sorted(committed.items()):
-            by_topic.setdefault(tp.topic, []).append((tp.partition, value))
-        return list(by_topic.items())
-    return [
-        (topic, [(p, committed.get(TopicPartition(topic, p))) for p in partitions])
+            if tp.topic in describable:
+                by_topic.setdefault(tp.topic, []).append((tp.partition, value, ErrorCode.NONE))
+        return ErrorCode.NONE, list(by_topic.items())
+    describable = state.authorized_names(
+        context, Operation.DESCRIBE, ResourceType.TOPIC, (topic for topic, _ in wanted)
+    )
+    return ErrorCode.NONE, [
+        (
+            topic,
+            [
+                (p, committed.get(TopicPartition(topic, p)), ErrorCode.NONE)
+                if topic in describable
+                else (p, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for p in partitions
+            ],
+        )
         for topic, partitions in wanted
     ]
 
@@ -147,9 +199,9 @@ async def offset_fetch(
             if request.topics is None
             else [(t.name, list(t.partition_indexes)) for t in request.topics]
         )
-        found = _fetch_group(state, request.group_id, wanted) if available else []
+        error, found = _fetch_group(state, context, request.group_id, wanted, available)
         return OffsetFetchResponse(
-            error_code=int(ErrorCode.NONE if available else ErrorCode.COORDINATOR_NOT_AVAILABLE),
+            error_code=int(error),
             topics=[
                 OffsetFetchResponseOffsetFetchResponseTopic(
                     name=topic,
@@ -159,8 +211,9 @@ async def offset_fetch(
                             committed_offset=NO_OFFSET if v is None else v.offset,
                             committed_leader_epoch=-1 if v is None else v.leader_epoch,
                             metadata="" if v is None else v.metadata,
+                            error_code=int(code),
                         )
-                        for p, v in partitions
+                        for p, v, code in partitions
                     ],
                 )
                 for topic, partitions in found
@@ -173,13 +226,13 @@ async def offset_fetch(
             if group.topics is None
             else [(t.name, list(t.partition_indexes)) for t in group.topics]
         )
-        found = _fetch_group(state, group.group_id, wanted) if available else []
+        error, found = _fetch_group(state, context, group.group_id, wanted, available)
+        if error is ErrorCode.GROUP_AUTHORIZATION_FAILED:
+            found = []  # v8+: the group's error alone, as Kafka answers
         groups.append(
             OffsetFetchResponseOffsetFetchResponseGroup(
                 group_id=group.group_id,
-                error_code=int(
-                    ErrorCode.NONE if available else ErrorCode.COORDINATOR_NOT_AVAILABLE
-                ),
+                error_code=int(error),
                 topics=[
                     OffsetFetchResponseOffsetFetchResponseTopics(
                         name=topic,
@@ -189,8 +242,9 @@ async def offset_fetch(
                                 committed_offset=NO_OFFSET if v is None else v.offset,
                                 committed_leader_epoch=-1 if v is None else v.leader_epoch,
                                 metadata="" if v is None else v.metadata,
+                                error_code=int(code),
                             )
-                            for p, v in partitions
+                            for p, v, code in partitions
                         ],
                     )
                     for topic, partitions in found
@@ -228,6 +282,11 @@ async def offset_delete(
     before the answer (a partition without a commit deletes nothing and answers NONE).
     """
     service = state.groups
+    if not state.authorize(context, Operation.DELETE, ResourceType.GROUP, request.group_id):
+        return OffsetDeleteResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    readable = state.authorized_names(
+        context, Operation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     if not request.group_id:
         return OffsetDeleteResponse(error_code=int(ErrorCode.INVALID_GROUP_ID))
     group = service.coordinator.group(request.group_id)
@@ -240,7 +299,7 @@ async def offset_delete(
     deletable = [
         TopicPartition(t.name, p.partition_index)
         for t in request.topics
-        if t.name not in subscribed
+        if t.name not in subscribed and t.name in readable
         for p in t.partitions
     ]
     try:
@@ -256,7 +315,9 @@ async def offset_delete(
                     OffsetDeleteResponseOffsetDeleteResponsePartition(
                         partition_index=p.partition_index,
                         error_code=int(
-                            ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                            ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                            if t.name not in readable
+                            else ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
                             if t.name in subscribed
                             else ErrorCode.NONE
                         ),
