@@ -323,3 +323,14 @@ class CorruptAclFileError(CorruptCheckpointError):
     """The ACL file of a data directory does not parse: the file and line say where. It is
     never read as "no ACLs", which would open (or, with ``allow.everyone.if.no.acl.found``,
     widen) access."""
+
+
+class BrokerResponseError(SeglogError):
+    """A Kafka broker answered a request with an error code (``name`` is Kafka's name of the
+    code, e.g. CLUSTER_AUTHORIZATION_FAILED; ``message`` the broker's message, if any)."""
+
+    def __init__(self, api: str, name: str, message: str | None = None):
+        self.api = api
+        self.name = name
+        detail = f": {message}" if message else ""
+        super().__init__(f"{api} refused by the broker with {name}{detail}")

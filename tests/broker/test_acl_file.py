@@ -105,7 +105,7 @@ def test_authorizer_changes_are_durable(tmp_path: Path) -> None:
     assert authorizer.authorize(alice, Operation.READ, ResourceType.TOPIC, "orders")
     assert authorizer.authorize(alice, Operation.DESCRIBE, ResourceType.TOPIC, "orders")
     reopened = AclAuthorizer(tmp_path, SETTINGS)
-    assert reopened.acls(AclFilter()) == sorted([READ_ORDERS, DENY_PREFIX])
+    assert reopened.describe(AclFilter()) == sorted([READ_ORDERS, DENY_PREFIX])
     removed = reopened.delete([AclFilter(ResourceType.TOPIC, "orders"), AclFilter()])
     assert removed == [[READ_ORDERS], [DENY_PREFIX]]  # each binding under the first filter
     assert read_acls(tmp_path) == []
@@ -148,5 +148,5 @@ def test_a_crash_at_any_operation_leaves_the_old_or_the_new_set(tmp_path: Path) 
             with open_log_dirs([trial]):  # a server starting here: the stray .tmp goes
                 pass
             assert not (trial / f"{ACL_FILE}.tmp").exists()
-            assert AclAuthorizer(trial, SETTINGS).acls(AclFilter()) == found
+            assert AclAuthorizer(trial, SETTINGS).describe(AclFilter()) == found
     assert any(seen) and not all(seen)

@@ -78,7 +78,7 @@ class AclAuthorizer:
             allow_if_no_acl=self.settings.allow_everyone_if_no_acl_found,
         )
 
-    def acls(self, selection: AclFilter) -> list[AclBinding]:
+    def describe(self, selection: AclFilter) -> list[AclBinding]:
         """The bindings ``selection`` matches (DescribeAcls)."""
         return self.table.select(selection)
 

@@ -76,7 +76,7 @@ async def describe_acls(
             error_code=int(ErrorCode.INVALID_REQUEST), error_message=str(error)
         )
     grouped: dict[tuple[int, str, int], list[AclBinding]] = {}
-    for acl in authorizer.acls(selection):
+    for acl in authorizer.describe(selection):
         key = (int(acl.resource_type), acl.resource_name, int(acl.pattern_type))
         grouped.setdefault(key, []).append(acl)
     return DescribeAclsResponse(
