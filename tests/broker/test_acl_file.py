@@ -20,7 +20,7 @@ from seglog.broker.acl.settings import AuthorizerSettings
 from seglog.broker.authorization import Operation, ResourceType
 from seglog.broker.session import Session
 from seglog.engine.log_manager import open_log_dirs
-from seglog.errors import CorruptAclFileError
+from seglog.errors import CorruptAclFileError, InvalidAclError
 from seglog.testing.crash import SimulatedCrash, count_operations, crash_at
 
 SETTINGS = AuthorizerSettings("seglog.broker.acl.AclAuthorizer")
@@ -150,3 +150,14 @@ def test_a_crash_at_any_operation_leaves_the_old_or_the_new_set(tmp_path: Path) 
             assert not (trial / f"{ACL_FILE}.tmp").exists()
             assert AclAuthorizer(trial, SETTINGS).describe(AclFilter()) == found
     assert any(seen) and not all(seen)
+
+
+def test_the_number_of_bindings_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from seglog.broker.acl import authorizer as module
+
+    monkeypatch.setattr(module, "MAX_BINDINGS", 2)
+    authorizer = AclAuthorizer(tmp_path, SETTINGS)
+    authorizer.create([READ_ORDERS, DENY_PREFIX])
+    with pytest.raises(InvalidAclError, match="above the limit of 2"):
+        authorizer.create([GROUP_SUMMER])
+    assert read_acls(tmp_path) == sorted([READ_ORDERS, DENY_PREFIX])  # nothing written

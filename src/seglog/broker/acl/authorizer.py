@@ -28,6 +28,11 @@ from seglog.broker.acl.model import AclBinding, AclFilter
 from seglog.broker.acl.settings import AuthorizerSettings
 from seglog.broker.authorization import Operation, ResourceType
 from seglog.broker.session import Session
+from seglog.errors import InvalidAclError
+
+#: At most this many bindings (a bound on the file, the table and every decision's work; Kafka
+#: has none but its metadata log's size). A CreateAcls past it is refused whole.
+MAX_BINDINGS = 100_000
 
 
 class AclAuthorizer:
@@ -83,8 +88,13 @@ class AclAuthorizer:
         return self.table.select(selection)
 
     def create(self, bindings: Iterable[AclBinding]) -> None:
-        """Add ``bindings`` (already checked; present ones are kept once), durably."""
+        """Add ``bindings`` (already checked; present ones are kept once), durably;
+        :class:`InvalidAclError` past :data:`MAX_BINDINGS`."""
         new = self.table.bindings | frozenset(bindings)
+        if len(new) > MAX_BINDINGS:
+            raise InvalidAclError(
+                f"{len(new)} ACL bindings would be above the limit of {MAX_BINDINGS}"
+            )
         if new != self.table.bindings:
             write_acls(self.directory, new)
             self.table = AclTable(new)

@@ -9,6 +9,7 @@ As Kafka's ``AclApis``:
 * a binding Kafka refuses (ANY resource type, MATCH/ANY pattern, ANY operation or permission,
   empty name, a cluster not named ``kafka-cluster``, a principal without ``Type:``) gets
   INVALID_REQUEST with the reason, per creation; the others of the request are created;
+* more than ``MAX_BINDINGS`` bindings in all: INVALID_REQUEST for the request's creations;
 * a filter with an UNKNOWN code gets INVALID_REQUEST (DescribeAcls: the whole answer);
 * DescribeAcls groups the matching bindings by resource pattern.
 
@@ -146,14 +147,13 @@ async def create_acls(
         try:
             authorizer.create(valid)
         except SeglogError as error:
-            LOG.error("CreateAcls from %s failed: %s", context.principal, error)
+            code = ErrorCode.UNKNOWN_SERVER_ERROR
+            if isinstance(error, InvalidAclError):
+                code = ErrorCode.INVALID_REQUEST
+            else:
+                LOG.error("CreateAcls from %s failed: %s", context.principal, error)
             return CreateAclsResponse(
-                results=[
-                    r
-                    if r.error_code
-                    else _creation_result(ErrorCode.UNKNOWN_SERVER_ERROR, str(error))
-                    for r in results
-                ]
+                results=[r if r.error_code else _creation_result(code, str(error)) for r in results]
             )
         for acl in valid:
             LOG.info("ACL created by %s: %s", context.principal, acl)
