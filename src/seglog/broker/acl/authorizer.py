@@ -10,10 +10,15 @@ Everything runs on the server's event loop thread, so a change is one table swap
 small (a write is a few milliseconds). While the server runs it holds the data directory's
 lock, so ``seglog acls`` without ``--bootstrap-server`` (which takes the lock) cannot change
 the file behind its back.
+
+Denials are logged at DEBUG on the ``seglog.authorizer`` logger in the words of Kafka's
+authorizer log (``Principal = User:bob is Denied operation = READ from host = ...``); Kafka
+logs them at INFO, which a client retrying a refused request turns into a flood.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -29,6 +34,8 @@ from seglog.broker.acl.settings import AuthorizerSettings
 from seglog.broker.authorization import Operation, ResourceType
 from seglog.broker.session import Session
 from seglog.errors import InvalidAclError
+
+LOG = logging.getLogger("seglog.authorizer")
 
 #: At most this many bindings (a bound on the file, the table and every decision's work; Kafka
 #: has none but its metadata log's size). A CreateAcls past it is refused whole.
@@ -46,7 +53,7 @@ class AclAuthorizer:
     def authorize(
         self, session: Session, operation: Operation, resource_type: ResourceType, name: str
     ) -> bool:
-        return decide(
+        allowed = decide(
             self.table,
             session.principal,
             session.client_host,
@@ -56,6 +63,16 @@ class AclAuthorizer:
             super_users=self.settings.super_users,
             allow_if_no_acl=self.settings.allow_everyone_if_no_acl_found,
         )
+        if not allowed and LOG.isEnabledFor(logging.DEBUG):
+            LOG.debug(
+                "Principal = %s is Denied operation = %s from host = %s on resource = %s:%s",
+                session.principal,
+                operation.name,
+                session.client_host,
+                resource_type.name,
+                name,
+            )
+        return allowed
 
     def authorize_by_resource_type(
         self, session: Session, operation: Operation, resource_type: ResourceType
