@@ -119,6 +119,16 @@ def run(args: argparse.Namespace) -> int:
     """Entry point of ``seglog acls``."""
     from seglog.cli import acls_options as options
 
+    role = args.producer or args.consumer
+    if args.list and (role or args.allow_principals or args.deny_principals or args.allow_hosts
+                      or args.deny_hosts):  # fmt: skip
+        return _usage_error(args, "--list takes no --producer, --consumer, --allow-*, --deny-*")
+    if role and (args.operations or args.deny_principals or args.deny_hosts):
+        return _usage_error(
+            args, "--producer and --consumer take no --operation, --deny-principal, --deny-host"
+        )
+    if args.idempotent and not args.producer:
+        return _usage_error(args, "The --idempotent option is only available if --producer is set")
     if args.consumer and not (args.topics and args.groups):
         return _usage_error(args, "--consumer needs --topic and --group")
     if args.producer and not (args.topics or args.transactional_ids):

@@ -4,9 +4,11 @@ Pure: the parsed options in, :class:`AclBinding` and :class:`AclFilter` values o
 Kafka's ``AclCommand``:
 
 * resources: each ``--topic``, ``--group``, ``--transactional-id`` (repeatable) and
-  ``--cluster`` (``kafka-cluster``, LITERAL pattern only), with ``--resource-pattern-type``
-  (default LITERAL; ``--add`` needs LITERAL or PREFIXED, ``--list``/``--remove`` also take ANY
-  and MATCH);
+  ``--cluster`` (``kafka-cluster``), with ``--resource-pattern-type`` (default LITERAL;
+  ``--add`` needs LITERAL or PREFIXED, ``--list``/``--remove`` also take ANY and MATCH). The
+  cluster is a LITERAL resource: ``--cluster`` with another pattern type is refused (decision:
+  kafka-acls.sh silently leaves the cluster out then, which hides a mistake), while
+  ``--producer --idempotent`` with PREFIXED topics leaves IdempotentWrite out, as Kafka does;
 * entries: every ``--allow-principal`` from every ``--allow-host`` (default ``*``) and every
   ``--deny-principal`` from every ``--deny-host``, for every ``--operation`` (default ALL);
 * ``--producer``: WRITE, DESCRIBE, CREATE on the topics, WRITE and DESCRIBE on the
@@ -68,11 +70,9 @@ def resources(args: argparse.Namespace, pattern: PatternType) -> list[Resource]:
     found: list[Resource] = [(ResourceType.TOPIC, t, pattern) for t in args.topics]
     found += [(ResourceType.GROUP, g, pattern) for g in args.groups]
     found += [(ResourceType.TRANSACTIONAL_ID, t, pattern) for t in args.transactional_ids]
-    if args.cluster or (args.producer and args.idempotent):
-        if pattern is not PatternType.LITERAL:
-            raise InvalidAclError(
-                "--cluster (and --idempotent) take --resource-pattern-type LITERAL only"
-            )
+    if args.cluster and pattern is not PatternType.LITERAL:
+        raise InvalidAclError("--cluster takes --resource-pattern-type LITERAL only")
+    if pattern is PatternType.LITERAL and (args.cluster or (args.producer and args.idempotent)):
         found.append((ResourceType.CLUSTER, CLUSTER_NAME, PatternType.LITERAL))
     return found
 
