@@ -89,6 +89,12 @@ def test_denied_requests_get_kafkas_codes_and_change_nothing(
         )
         described = wire.call(3, 12, asked).topics[0]
         assert (described.error_code, described.topic_authorized_operations) == (0, 1 << 8)
+        cluster = wire.call(60, 1, messages.DescribeClusterRequest(
+            include_cluster_authorized_operations=True, endpoint_type=1
+        ))  # fmt: skip
+        assert cluster.cluster_authorized_operations == 0  # no DESCRIBE on the cluster
+        groups = wire.call(15, 5, messages.DescribeGroupsRequest(groups=["billing"]))
+        assert groups.groups[0].error_code == 30
 
         # Groups: DESCRIBE for FindCoordinator, READ for JoinGroup and OffsetCommit.
         found = wire.call(10, 3, messages.FindCoordinatorRequest(key="billing", key_type=0))
@@ -320,4 +326,16 @@ def test_super_users_pass_every_check(serve_factory: ServeFactory, tmp_path: Pat
         assert produced.responses[0].partition_responses[0].error_code == 0
         created = wire.call(3, 12, metadata_request("auto-made")).topics[0]
         assert created.error_code == 0
+        cluster = wire.call(60, 1, messages.DescribeClusterRequest(
+            include_cluster_authorized_operations=True, endpoint_type=1
+        ))  # fmt: skip
+        # CREATE, ALTER, DESCRIBE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS,
+        # IDEMPOTENT_WRITE: Kafka's supported operations of the cluster.
+        assert cluster.cluster_authorized_operations == sum(
+            1 << op for op in (5, 7, 8, 9, 10, 11, 12)
+        )
+        groups = wire.call(15, 5, messages.DescribeGroupsRequest(
+            groups=["billing"], include_authorized_operations=True
+        ))  # fmt: skip
+        assert groups.groups[0].authorized_operations == sum(1 << op for op in (3, 6, 8, 10, 11))
     assert len(disk_records(data_dir, "orders")) == 1
