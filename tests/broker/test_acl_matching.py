@@ -25,6 +25,7 @@ from seglog.broker.acl.model import (
     binding_of,
     check_new_binding,
     filter_of,
+    java_host_address,
 )
 from seglog.broker.acl.settings import AuthorizerSettings
 from seglog.broker.authorization import Operation, ResourceType, operations_bitfield
@@ -378,3 +379,13 @@ def test_authorizer_settings() -> None:
         AuthorizerSettings.from_properties({"super.users": "alice"})
     with pytest.raises(InvalidConfigError, match=r"allow\.everyone\.if\.no\.acl\.found"):
         AuthorizerSettings.from_properties({"allow.everyone.if.no.acl.found": "yes"})
+
+
+def test_client_addresses_compare_as_javas_host_address() -> None:
+    assert java_host_address("127.0.0.1") == "127.0.0.1"
+    assert java_host_address("::1") == "0:0:0:0:0:0:0:1"
+    assert java_host_address("2001:db8::ff00:42:8329") == "2001:db8:0:0:0:ff00:42:8329"
+    assert java_host_address("::ffff:10.0.0.1") == "10.0.0.1"
+    assert java_host_address("fe80::1%eth0") == "fe80:0:0:0:0:0:0:1"
+    table = AclTable([acl(TOPIC, "t", LITERAL, "User:a", "0:0:0:0:0:0:0:1", Op.READ, ALLOW)])
+    assert decide(table, "User:a", java_host_address("::1"), Op.READ, TOPIC, "t")

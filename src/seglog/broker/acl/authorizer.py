@@ -29,7 +29,7 @@ from seglog.broker.acl.matching import (
     decide,
     decide_by_resource_type,
 )
-from seglog.broker.acl.model import AclBinding, AclFilter
+from seglog.broker.acl.model import AclBinding, AclFilter, java_host_address
 from seglog.broker.acl.settings import AuthorizerSettings
 from seglog.broker.authorization import Operation, ResourceType
 from seglog.broker.session import Session
@@ -56,7 +56,7 @@ class AclAuthorizer:
         allowed = decide(
             self.table,
             session.principal,
-            session.client_host,
+            java_host_address(session.client_host),
             operation,
             resource_type,
             name,
@@ -80,7 +80,7 @@ class AclAuthorizer:
         return decide_by_resource_type(
             self.table,
             session.principal,
-            session.client_host,
+            java_host_address(session.client_host),
             operation,
             resource_type,
             super_users=self.settings.super_users,
@@ -93,7 +93,7 @@ class AclAuthorizer:
         return authorized_operations(
             self.table,
             session.principal,
-            session.client_host,
+            java_host_address(session.client_host),
             resource_type,
             name,
             super_users=self.settings.super_users,

@@ -21,6 +21,8 @@ type, pattern LITERAL or PREFIXED, a concrete operation, ALLOW or DENY, a non-em
 from __future__ import annotations
 
 import enum
+import functools
+import ipaddress
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -49,6 +51,24 @@ class Permission(enum.IntEnum):
     ANY = 1
     DENY = 2
     ALLOW = 3
+
+
+@functools.lru_cache(maxsize=4096)
+def java_host_address(host: str) -> str:
+    """The client address as Kafka's authorizer compares it (Java's
+    ``InetAddress.getHostAddress``): IPv4 dotted, IPv6 as eight uncompressed lowercase groups
+    (``::1`` -> ``0:0:0:0:0:0:0:1``), an IPv4-mapped IPv6 address as its IPv4 form. An ACL's
+    host must be written that way to match, as in Kafka; text that is no address is kept.
+    Cached (a bounded LRU): a connection's address is converted once, not per decision."""
+    try:
+        address = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        return host
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return str(address.ipv4_mapped)
+        return ":".join(f"{int(group, 16):x}" for group in address.exploded.split(":"))
+    return str(address)
 
 
 def parse_principal(text: str) -> tuple[str, str]:
