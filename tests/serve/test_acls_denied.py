@@ -8,11 +8,14 @@ clients get the same refusals, and that an allowed principal produces and consum
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiokafka import errors as aiokafka_errors
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from kafka import KafkaProducer
 from kafka.errors import TopicAuthorizationFailedError
@@ -339,3 +342,55 @@ def test_super_users_pass_every_check(serve_factory: ServeFactory, tmp_path: Pat
         ))  # fmt: skip
         assert groups.groups[0].authorized_operations == sum(1 << op for op in (3, 6, 8, 10, 11))
     assert len(disk_records(data_dir, "orders")) == 1
+
+
+def test_kcat_and_aiokafka_are_refused_and_write_nothing(
+    serve_factory: ServeFactory, tmp_path: Path, kcat: str
+) -> None:
+    server = start(serve_factory, tmp_path)
+    produced = subprocess.run(
+        [
+            kcat,
+            "-b",
+            server.bootstrap,
+            "-P",
+            "-t",
+            "orders",
+            "-p",
+            "0",
+            "-X",
+            "message.timeout.ms=10000",
+        ],
+        input=b"v\n",
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert produced.returncode != 0
+    assert "authorization failed" in produced.stderr.decode().lower(), produced.stderr.decode()
+
+    async def aiokafka_attempts() -> tuple[type[BaseException], type[BaseException]]:
+        from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+        producer = AIOKafkaProducer(bootstrap_servers=server.bootstrap, request_timeout_ms=10_000)
+        await producer.start()
+        try:
+            with pytest.raises(Exception) as produce_error:
+                await producer.send_and_wait("orders", b"v", partition=0)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            "orders", bootstrap_servers=server.bootstrap, group_id="billing"
+        )
+        try:
+            with pytest.raises(Exception) as group_error:  # at start: the join is refused
+                await consumer.start()
+                await asyncio.wait_for(consumer.getone(), 20)
+        finally:
+            await consumer.stop()
+        return produce_error.type, group_error.type
+
+    produce_error, group_error = asyncio.run(aiokafka_attempts())
+    assert produce_error is aiokafka_errors.TopicAuthorizationFailedError
+    assert group_error is aiokafka_errors.GroupAuthorizationFailedError
+    assert disk_records(server.data_dir, "orders") == []
