@@ -35,7 +35,7 @@ APIS = (
     "AddPartitionsToTxn AddOffsetsToTxn EndTxn WriteTxnMarkers TxnOffsetCommit DescribeConfigs "
     "AlterConfigs DescribeLogDirs SaslAuthenticate CreatePartitions DeleteGroups "
     "IncrementalAlterConfigs DescribeCluster DescribeProducers DescribeTransactions "
-    "ListTransactions OffsetDelete"
+    "ListTransactions OffsetDelete DescribeAcls CreateAcls DeleteAcls"
 ).split()
 DATA = (
     "RequestHeader",

@@ -323,3 +323,26 @@ class CorruptTxnRecordError(CorruptRecordError):
 class InvalidCertificateError(PositionedError):
     """A client certificate whose DER structure does not parse where the server reads it (the
     subject's distinguished name); names the byte position and the broken rule."""
+
+
+class InvalidAclError(SeglogError, ValueError):
+    """An ACL binding or filter that breaks Kafka's rules (an ANY resource type in a binding,
+    a MATCH pattern type stored, a principal without ``Type:``, an empty resource name, a
+    cluster resource not named ``kafka-cluster``): Kafka's INVALID_REQUEST on the wire."""
+
+
+class CorruptAclFileError(CorruptCheckpointError):
+    """The ACL file of a data directory does not parse: the file and line say where. It is
+    never read as "no ACLs", which would open (or, with ``allow.everyone.if.no.acl.found``,
+    widen) access."""
+
+
+class BrokerResponseError(SeglogError):
+    """A Kafka broker answered a request with an error code (``name`` is Kafka's name of the
+    code, e.g. CLUSTER_AUTHORIZATION_FAILED; ``message`` the broker's message, if any)."""
+
+    def __init__(self, api: str, name: str, message: str | None = None):
+        self.api = api
+        self.name = name
+        detail = f": {message}" if message else ""
+        super().__init__(f"{api} refused by the broker with {name}{detail}")

@@ -13,11 +13,13 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from seglog.broker.acl.authorizer import AclAuthorizer
 from seglog.broker.dispatch import Dispatcher
 from seglog.broker.group_service import GroupService
 from seglog.broker.groups.coordinator import GroupCoordinator
 from seglog.broker.groups.offsets_store import OFFSETS_TOPIC, OffsetsStore
 from seglog.broker.handlers import (
+    acls,
     admin_topics,
     api_versions,
     cluster,
@@ -65,6 +67,7 @@ def all_handlers() -> list[ApiHandler]:
         *txn_admin.HANDLERS,
         *txn_offsets.HANDLERS,
         *sasl.HANDLERS,
+        *acls.HANDLERS,
     ]
 
 
@@ -89,6 +92,7 @@ async def run_server(
     )
     state.on_topic_deleted.append(groups.topic_deleted)
     state.sasl = SaslServer(config.sasl, CredentialStore(manager.first_directory))
+    install_authorizer(state)
     dispatcher = Dispatcher(state, all_handlers())
     server = KafkaServer(dispatcher, config)
     bound = await server.start()
@@ -113,6 +117,24 @@ async def run_server(
             server.stats.requests,
             server.stats.accepted,
         )
+
+
+def install_authorizer(state: BrokerState) -> None:
+    """With ``authorizer.class.name`` set, load the ACLs of the first data directory and make
+    them decide every request (without it, everything is allowed, as in Kafka)."""
+    settings = state.config.authorizer
+    if not settings.enabled:
+        return
+    authorizer = AclAuthorizer(state.manager.first_directory, settings)
+    state.acls = authorizer
+    state.authorizer = authorizer
+    LOG.info(
+        "authorizer %s: %d ACL(s), %d super user(s), allow.everyone.if.no.acl.found=%s",
+        settings.class_name,
+        len(authorizer.table),
+        len(settings.super_users),
+        str(settings.allow_everyone_if_no_acl_found).lower(),
+    )
 
 
 def open_groups(manager: LogManager, config: ServerConfig) -> GroupService:

@@ -18,7 +18,9 @@ auto.create.topics.enable              true                        Metadata crea
 delete.topic.enable                    true                        DeleteTopics allowed
 =====================================  ==========================  ==========================
 
-The consumer-group settings (``group.*``) are :class:`GroupConfig`'s; the ``offsets.*`` ones are
+The consumer-group settings (``group.*``) are :class:`GroupConfig`'s; the authorizer's
+(``authorizer.class.name``, ``super.users``, ``allow.everyone.if.no.acl.found``) are
+:class:`AuthorizerSettings`'s; the ``offsets.*`` ones are
 storage settings (:class:`seglog.config.BrokerConfig`).
 
 **Listeners.** ``listeners`` holds ``NAME://host:port`` entries (names are case-insensitive
@@ -52,6 +54,7 @@ import ipaddress
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
+from seglog.broker.acl.settings import AuthorizerSettings
 from seglog.broker.groups.group_config import GroupConfig
 from seglog.broker.security.sasl_config import SaslConfig
 from seglog.broker.security.tls import TlsSettings
@@ -254,6 +257,7 @@ class ServerConfig:
     delete_topic_enable: bool = True
     groups: GroupConfig = field(default_factory=GroupConfig)
     sasl: SaslConfig = field(default_factory=SaslConfig)
+    authorizer: AuthorizerSettings = field(default_factory=AuthorizerSettings)
 
     @classmethod
     def from_properties(
@@ -295,5 +299,6 @@ class ServerConfig:
             sasl=SaslConfig.from_properties(
                 props, [x.name for x in listeners if x.security_protocol.startswith("SASL_")]
             ),
+            authorizer=AuthorizerSettings.from_properties(props),
         )
         return config

@@ -17,13 +17,21 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from seglog.broker.authorization import AllowEverything, Authorizer, Operation, ResourceType
+from seglog.broker.authorization import (
+    SUPPORTED_OPERATIONS,
+    AllowEverything,
+    Authorizer,
+    Operation,
+    ResourceType,
+    operations_bitfield,
+)
 from seglog.broker.server_config import Listener, ServerConfig
 from seglog.broker.session import Session
 from seglog.errors import InvalidTopicError, UnknownTopicError
 from seglog.format.topic_names import TopicPartition
 
 if TYPE_CHECKING:
+    from seglog.broker.acl.authorizer import AclAuthorizer
     from seglog.broker.group_service import GroupService
     from seglog.broker.security.authenticator import SaslServer
     from seglog.engine.log.partition_log import Log
@@ -134,6 +142,9 @@ class BrokerState:
         # The SASL side (mechanisms, credentials, throttle) for SASL_* listeners: set by the
         # server's assembly; None serves no SASL (SaslHandshake answers ILLEGAL_SASL_STATE).
         self.sasl: SaslServer | None = None
+        # The ACL authorizer when ``authorizer.class.name`` is set (the ACL APIs answer
+        # SECURITY_DISABLED without one); then also ``authorizer``.
+        self.acls: AclAuthorizer | None = None
         # (api_key, min, max) of every handler: set by the dispatcher from its registry.
         self.advertised: list[tuple[int, int, int]] = []
         # Creates an internal topic with its own settings (``__consumer_offsets``) or returns
@@ -152,6 +163,41 @@ class BrokerState:
     ) -> bool:
         """Whether the request's principal may perform ``operation`` on the resource."""
         return self.authorizer.authorize(context.connection, operation, resource_type, name)
+
+    def authorized_names(
+        self,
+        context: RequestContext,
+        operation: Operation,
+        resource_type: ResourceType,
+        names: Iterable[str | None],
+    ) -> set[str]:
+        """The ``names`` the principal may perform ``operation`` on (each asked once; Kafka's
+        ``filterByAuthorized``)."""
+        return {
+            name
+            for name in {n for n in names if n is not None}
+            if self.authorize(context, operation, resource_type, name)
+        }
+
+    def authorize_by_resource_type(
+        self, context: RequestContext, operation: Operation, resource_type: ResourceType
+    ) -> bool:
+        """Whether the principal may perform ``operation`` on some resource of the type."""
+        return self.authorizer.authorize_by_resource_type(
+            context.connection, operation, resource_type
+        )
+
+    def authorized_operations(
+        self, context: RequestContext, resource_type: ResourceType, name: str
+    ) -> int:
+        """Kafka's ``*_authorized_operations`` bit field of the resource for the principal
+        (every supported operation without an authorizer)."""
+        session = context.connection
+        return operations_bitfield(
+            operation
+            for operation in SUPPORTED_OPERATIONS.get(resource_type, ())
+            if self.authorizer.authorize(session, operation, resource_type, name)
+        )
 
     def log_of(self, topic: str, partition: int) -> Log | None:
         """The partition's log, or None when the topic or partition is not here (a partition

@@ -138,6 +138,7 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "seglog.cli.serve",
         "serve the data dirs to Kafka clients over Kafka's protocol (a one-node broker)",
     ),
+    ("acls", "seglog.cli.acls", "add, remove and list ACLs (like kafka-acls.sh)"),
     (
         "scram-credentials",
         "seglog.cli.scram_credentials",

@@ -1412,6 +1412,111 @@ class OffsetDeleteResponse:
     topics: list[OffsetDeleteResponseOffsetDeleteResponseTopic] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class DescribeAclsRequest:
+    resource_type_filter: int = 0
+    resource_name_filter: str | None = ""
+    pattern_type_filter: int = 3
+    principal_filter: str | None = ""
+    host_filter: str | None = ""
+    operation: int = 0
+    permission_type: int = 0
+
+
+@dataclass(slots=True)
+class DescribeAclsResponseAclDescription:
+    principal: str = ""
+    host: str = ""
+    operation: int = 0
+    permission_type: int = 0
+
+
+@dataclass(slots=True)
+class DescribeAclsResponseDescribeAclsResource:
+    resource_type: int = 0
+    resource_name: str = ""
+    pattern_type: int = 3
+    acls: list[DescribeAclsResponseAclDescription] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DescribeAclsResponse:
+    throttle_time_ms: int = 0
+    error_code: int = 0
+    error_message: str | None = ""
+    resources: list[DescribeAclsResponseDescribeAclsResource] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CreateAclsRequestAclCreation:
+    resource_type: int = 0
+    resource_name: str = ""
+    resource_pattern_type: int = 3
+    principal: str = ""
+    host: str = ""
+    operation: int = 0
+    permission_type: int = 0
+
+
+@dataclass(slots=True)
+class CreateAclsRequest:
+    creations: list[CreateAclsRequestAclCreation] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class CreateAclsResponseAclCreationResult:
+    error_code: int = 0
+    error_message: str | None = ""
+
+
+@dataclass(slots=True)
+class CreateAclsResponse:
+    throttle_time_ms: int = 0
+    results: list[CreateAclsResponseAclCreationResult] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DeleteAclsRequestDeleteAclsFilter:
+    resource_type_filter: int = 0
+    resource_name_filter: str | None = ""
+    pattern_type_filter: int = 3
+    principal_filter: str | None = ""
+    host_filter: str | None = ""
+    operation: int = 0
+    permission_type: int = 0
+
+
+@dataclass(slots=True)
+class DeleteAclsRequest:
+    filters: list[DeleteAclsRequestDeleteAclsFilter] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DeleteAclsResponseDeleteAclsMatchingAcl:
+    error_code: int = 0
+    error_message: str | None = ""
+    resource_type: int = 0
+    resource_name: str = ""
+    pattern_type: int = 3
+    principal: str = ""
+    host: str = ""
+    operation: int = 0
+    permission_type: int = 0
+
+
+@dataclass(slots=True)
+class DeleteAclsResponseDeleteAclsFilterResult:
+    error_code: int = 0
+    error_message: str | None = ""
+    matching_acls: list[DeleteAclsResponseDeleteAclsMatchingAcl] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class DeleteAclsResponse:
+    throttle_time_ms: int = 0
+    filter_results: list[DeleteAclsResponseDeleteAclsFilterResult] = field(default_factory=list)
+
+
 STRUCTS: dict[str, StructSpec] = {}
 STRUCTS['ConsumerProtocolSubscriptionTopicPartition'] = StructSpec(ConsumerProtocolSubscriptionTopicPartition, (
         FieldSpec('topic', 'string', 'string', None, (1, 32767), None, None, None, False),
@@ -2010,6 +2115,56 @@ STRUCTS['OffsetDeleteResponseOffsetDeleteResponseTopic'] = StructSpec(OffsetDele
         FieldSpec('name', 'string', 'string', None, (0, 32767), None, None, None, False),
         FieldSpec('partitions', 'array', None, OffsetDeleteResponseOffsetDeleteResponsePartition, (0, 32767), None, None, None, False),
     ))
+STRUCTS['DescribeAclsResponseAclDescription'] = StructSpec(DescribeAclsResponseAclDescription, (
+        FieldSpec('principal', 'string', 'string', None, (0, 32767), None, None, None, False),
+        FieldSpec('host', 'string', 'string', None, (0, 32767), None, None, None, False),
+        FieldSpec('operation', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+        FieldSpec('permission_type', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+    ))
+STRUCTS['DescribeAclsResponseDescribeAclsResource'] = StructSpec(DescribeAclsResponseDescribeAclsResource, (
+        FieldSpec('resource_type', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+        FieldSpec('resource_name', 'string', 'string', None, (0, 32767), None, None, None, False),
+        FieldSpec('pattern_type', 'int8', 'int8', None, (1, 32767), None, None, None, False),
+        FieldSpec('acls', 'array', None, DescribeAclsResponseAclDescription, (0, 32767), None, None, None, False),
+    ))
+STRUCTS['CreateAclsRequestAclCreation'] = StructSpec(CreateAclsRequestAclCreation, (
+        FieldSpec('resource_type', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+        FieldSpec('resource_name', 'string', 'string', None, (0, 32767), None, None, None, False),
+        FieldSpec('resource_pattern_type', 'int8', 'int8', None, (1, 32767), None, None, None, False),
+        FieldSpec('principal', 'string', 'string', None, (0, 32767), None, None, None, False),
+        FieldSpec('host', 'string', 'string', None, (0, 32767), None, None, None, False),
+        FieldSpec('operation', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+        FieldSpec('permission_type', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+    ))
+STRUCTS['CreateAclsResponseAclCreationResult'] = StructSpec(CreateAclsResponseAclCreationResult, (
+        FieldSpec('error_code', 'int16', 'int16', None, (0, 32767), None, None, None, False),
+        FieldSpec('error_message', 'string', 'string', None, (0, 32767), (0, 32767), None, None, False),
+    ))
+STRUCTS['DeleteAclsRequestDeleteAclsFilter'] = StructSpec(DeleteAclsRequestDeleteAclsFilter, (
+        FieldSpec('resource_type_filter', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+        FieldSpec('resource_name_filter', 'string', 'string', None, (0, 32767), (0, 32767), None, None, False),
+        FieldSpec('pattern_type_filter', 'int8', 'int8', None, (1, 32767), None, None, None, False),
+        FieldSpec('principal_filter', 'string', 'string', None, (0, 32767), (0, 32767), None, None, False),
+        FieldSpec('host_filter', 'string', 'string', None, (0, 32767), (0, 32767), None, None, False),
+        FieldSpec('operation', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+        FieldSpec('permission_type', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+    ))
+STRUCTS['DeleteAclsResponseDeleteAclsMatchingAcl'] = StructSpec(DeleteAclsResponseDeleteAclsMatchingAcl, (
+        FieldSpec('error_code', 'int16', 'int16', None, (0, 32767), None, None, None, False),
+        FieldSpec('error_message', 'string', 'string', None, (0, 32767), (0, 32767), None, None, False),
+        FieldSpec('resource_type', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+        FieldSpec('resource_name', 'string', 'string', None, (0, 32767), None, None, None, False),
+        FieldSpec('pattern_type', 'int8', 'int8', None, (1, 32767), None, None, None, False),
+        FieldSpec('principal', 'string', 'string', None, (0, 32767), None, None, None, False),
+        FieldSpec('host', 'string', 'string', None, (0, 32767), None, None, None, False),
+        FieldSpec('operation', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+        FieldSpec('permission_type', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+    ))
+STRUCTS['DeleteAclsResponseDeleteAclsFilterResult'] = StructSpec(DeleteAclsResponseDeleteAclsFilterResult, (
+        FieldSpec('error_code', 'int16', 'int16', None, (0, 32767), None, None, None, False),
+        FieldSpec('error_message', 'string', 'string', None, (0, 32767), (0, 32767), None, None, False),
+        FieldSpec('matching_acls', 'array', None, DeleteAclsResponseDeleteAclsMatchingAcl, (0, 32767), None, None, None, False),
+    ))
 
 SPECS: dict[str, MessageSpec] = {
     'RequestHeader': MessageSpec('RequestHeader', RequestHeader, -1, 'header', (1, 2), (2, 32767), (
@@ -2433,5 +2588,34 @@ SPECS: dict[str, MessageSpec] = {
         FieldSpec('error_code', 'int16', 'int16', None, (0, 32767), None, None, None, False),
         FieldSpec('throttle_time_ms', 'int32', 'int32', None, (0, 32767), None, None, None, False),
         FieldSpec('topics', 'array', None, OffsetDeleteResponseOffsetDeleteResponseTopic, (0, 32767), None, None, None, False),
+    )),
+    'DescribeAclsRequest': MessageSpec('DescribeAclsRequest', DescribeAclsRequest, 29, 'request', (1, 3), (2, 32767), (
+        FieldSpec('resource_type_filter', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+        FieldSpec('resource_name_filter', 'string', 'string', None, (0, 32767), (0, 32767), None, None, False),
+        FieldSpec('pattern_type_filter', 'int8', 'int8', None, (1, 32767), None, None, None, False),
+        FieldSpec('principal_filter', 'string', 'string', None, (0, 32767), (0, 32767), None, None, False),
+        FieldSpec('host_filter', 'string', 'string', None, (0, 32767), (0, 32767), None, None, False),
+        FieldSpec('operation', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+        FieldSpec('permission_type', 'int8', 'int8', None, (0, 32767), None, None, None, False),
+    )),
+    'DescribeAclsResponse': MessageSpec('DescribeAclsResponse', DescribeAclsResponse, 29, 'response', (1, 3), (2, 32767), (
+        FieldSpec('throttle_time_ms', 'int32', 'int32', None, (0, 32767), None, None, None, False),
+        FieldSpec('error_code', 'int16', 'int16', None, (0, 32767), None, None, None, False),
+        FieldSpec('error_message', 'string', 'string', None, (0, 32767), (0, 32767), None, None, False),
+        FieldSpec('resources', 'array', None, DescribeAclsResponseDescribeAclsResource, (0, 32767), None, None, None, False),
+    )),
+    'CreateAclsRequest': MessageSpec('CreateAclsRequest', CreateAclsRequest, 30, 'request', (1, 3), (2, 32767), (
+        FieldSpec('creations', 'array', None, CreateAclsRequestAclCreation, (0, 32767), None, None, None, False),
+    )),
+    'CreateAclsResponse': MessageSpec('CreateAclsResponse', CreateAclsResponse, 30, 'response', (1, 3), (2, 32767), (
+        FieldSpec('throttle_time_ms', 'int32', 'int32', None, (0, 32767), None, None, None, False),
+        FieldSpec('results', 'array', None, CreateAclsResponseAclCreationResult, (0, 32767), None, None, None, False),
+    )),
+    'DeleteAclsRequest': MessageSpec('DeleteAclsRequest', DeleteAclsRequest, 31, 'request', (1, 3), (2, 32767), (
+        FieldSpec('filters', 'array', None, DeleteAclsRequestDeleteAclsFilter, (0, 32767), None, None, None, False),
+    )),
+    'DeleteAclsResponse': MessageSpec('DeleteAclsResponse', DeleteAclsResponse, 31, 'response', (1, 3), (2, 32767), (
+        FieldSpec('throttle_time_ms', 'int32', 'int32', None, (0, 32767), None, None, None, False),
+        FieldSpec('filter_results', 'array', None, DeleteAclsResponseDeleteAclsFilterResult, (0, 32767), None, None, None, False),
     )),
 }

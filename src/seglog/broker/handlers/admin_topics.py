@@ -32,6 +32,12 @@ coordinator writes tombstones for the topic's committed offsets there).
 one, or for a topic a Kafka broker wrote: its count belongs to its cluster); ``assignments``,
 when given, must hold one entry per new partition naming exactly this node
 (INVALID_REPLICA_ASSIGNMENT); ``validate_only`` creates nothing.
+
+**Authorization** (Kafka's ``KafkaApis``/``ControllerApis``), TOPIC_AUTHORIZATION_FAILED when
+refused, checked before the topic's existence: CreateTopics needs CREATE on the cluster or on
+the topic (and without DESCRIBE_CONFIGS on the topic the result carries no configs and
+``topic_config_error_code`` TOPIC_AUTHORIZATION_FAILED); DeleteTopics needs DELETE on the topic
+(by id, a topic the principal may not DESCRIBE is UNKNOWN_TOPIC_ID); CreatePartitions ALTER.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ import resource
 from collections import Counter
 from uuid import UUID
 
+from seglog.broker.authorization import CLUSTER_NAME, Operation, ResourceType
 from seglog.broker.handlers.config_entries import topic_entries
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import INTERNAL_TOPICS, BrokerState, RequestContext, topic_uuid
@@ -243,6 +250,14 @@ async def create_topics(
     counts = Counter(topic.name for topic in request.topics)
     results = []
     reported: set[str] = set()
+    names = list(counts)
+    if state.authorize(context, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
+        creatable = set(names)
+    else:
+        creatable = state.authorized_names(context, Operation.CREATE, ResourceType.TOPIC, names)
+    describable = state.authorized_names(
+        context, Operation.DESCRIBE_CONFIGS, ResourceType.TOPIC, names
+    )
     for topic in request.topics:
         if counts[topic.name] > 1:
             if topic.name not in reported:
@@ -256,7 +271,16 @@ async def create_topics(
                     )
                 )
             continue
-        results.append(_create_one(state, topic, request.validate_only))
+        if topic.name not in creatable:
+            refused = _create_error(
+                topic.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed."
+            )
+            results.append(refused)
+        else:
+            results.append(_create_one(state, topic, request.validate_only))
+        if topic.name not in describable:
+            results[-1].topic_config_error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            results[-1].configs = None if results[-1].error_code else []
     return CreateTopicsResponse(topics=results)
 
 
@@ -340,8 +364,38 @@ async def delete_topics(
         wanted = [(t.name, t.topic_id) for t in request.topics]
     results = []
     for name, topic_id in wanted:
-        results.append(_delete_result(state, name, topic_id))
+        refusal = None
+        if state.config.delete_topic_enable:  # else TOPIC_DELETION_DISABLED first, as Kafka
+            refusal = _delete_refusal(state, context, name, topic_id)
+        results.append(refusal or _delete_result(state, name, topic_id))
     return DeleteTopicsResponse(responses=results)
+
+
+def _delete_refusal(
+    state: BrokerState, context: RequestContext, name: str | None, topic_id: UUID
+) -> DeleteTopicsResponseDeletableTopicResult | None:
+    """Kafka's authorization of one deletion: by id, a topic the principal may not DESCRIBE is
+    UNKNOWN_TOPIC_ID (its existence is not disclosed); then DELETE on the topic is needed."""
+    if name is None and topic_id != ZERO_UUID:
+        found = _name_of_id(state, topic_id)
+        if found is None:
+            return None  # UNKNOWN_TOPIC_ID from the deletion itself
+        if not state.authorize(context, Operation.DESCRIBE, ResourceType.TOPIC, found):
+            return DeleteTopicsResponseDeletableTopicResult(
+                name=None,
+                topic_id=topic_id,
+                error_code=int(ErrorCode.UNKNOWN_TOPIC_ID),
+                error_message=f"No topic has id {topic_id}.",
+            )
+        name = found
+    if name is None or state.authorize(context, Operation.DELETE, ResourceType.TOPIC, name):
+        return None
+    return DeleteTopicsResponseDeletableTopicResult(
+        name=name,
+        topic_id=topic_id,
+        error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+        error_message="Authorization failed.",
+    )
 
 
 # --- CreatePartitions -------------------------------------------------------------------------
@@ -401,12 +455,17 @@ async def create_partitions(
     state: BrokerState, context: RequestContext, request: CreatePartitionsRequest
 ) -> CreatePartitionsResponse:
     counts = Counter(topic.name for topic in request.topics)
+    alterable = state.authorized_names(context, Operation.ALTER, ResourceType.TOPIC, counts)
     results = []
     for topic in request.topics:
         result = CreatePartitionsResponseCreatePartitionsTopicResult(name=topic.name)
         try:
             if counts[topic.name] > 1:
                 raise AdminError(ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")
+            if topic.name not in alterable:
+                raise AdminError(
+                    ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed."
+                )
             _increase_one(state, topic, request.validate_only)
         except AdminError as error:
             result.error_code = int(error.code)

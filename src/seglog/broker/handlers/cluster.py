@@ -3,15 +3,16 @@
 **DescribeCluster**: the cluster id of ``meta.properties``, this node as the controller and the
 only broker (the advertised endpoint, no rack). ``endpoint_type`` (v1) must be 1 (brokers): a
 request for controller endpoints gets UNSUPPORTED_ENDPOINT_TYPE, as a Kafka broker answers.
-Authorized operations are not computed (INT32_MIN: "not requested / unknown"), since seglog has
-no ACLs.
+``cluster_authorized_operations`` is filled when asked (0 without DESCRIBE on the cluster), as
+Kafka's ``AuthHelper.computeDescribeClusterResponse``; otherwise INT32_MIN.
 
 **DescribeLogDirs**: one result per root of ``log.dirs`` (its absolute path), listing its
 partitions' sizes in bytes (the sum of their segment files), offset lag 0 (no replica is ever
 behind a leader on one node) and ``is_future_key`` false (no replica moves between
 directories); ``topics = null`` asks for every partition, otherwise only those named (names not
 here are left out, as Kafka does). From v4 each root also reports the total and usable bytes
-of its file system (``statvfs``; -1 when it cannot be read).
+of its file system (``statvfs``; -1 when it cannot be read). It needs DESCRIBE on the cluster:
+else no results and CLUSTER_AUTHORIZATION_FAILED (the top-level error of v3+), as Kafka.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
+from seglog.broker.authorization import CLUSTER_NAME, Operation, ResourceType
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import INT32_MIN, BrokerState, RequestContext
 from seglog.protocol.error_codes import ErrorCode
@@ -50,6 +52,13 @@ async def describe_cluster(
             cluster_id=state.cluster_id,
         )
     endpoint = state.endpoint_for(context)
+    operations = INT32_MIN
+    if request.include_cluster_authorized_operations:
+        operations = (
+            state.authorized_operations(context, ResourceType.CLUSTER, CLUSTER_NAME)
+            if state.authorize(context, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME)
+            else 0
+        )
     return DescribeClusterResponse(
         error_code=0,
         error_message=None,
@@ -61,7 +70,7 @@ async def describe_cluster(
                 broker_id=state.node_id, host=endpoint.host, port=endpoint.port, rack=None
             )
         ],
-        cluster_authorized_operations=INT32_MIN,
+        cluster_authorized_operations=operations,
     )
 
 
@@ -77,6 +86,8 @@ def _space(path: str) -> tuple[int, int]:
 async def describe_log_dirs(
     state: BrokerState, context: RequestContext, request: DescribeLogDirsRequest
 ) -> DescribeLogDirsResponse:
+    if not state.authorize(context, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return DescribeLogDirsResponse(error_code=int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
     wanted: dict[str, set[int]] | None = None
     if request.topics is not None:
         wanted = defaultdict(set)

@@ -29,12 +29,18 @@ is advertised). With Kafka's semantics: the configs given become the topic's **w
 overrides, so every override not named reverts to its default (a client must read them back
 first, as kafka-python does). Checks and errors are those of IncrementalAlterConfigs (a null
 value or a key twice: INVALID_REQUEST; bad or unknown: INVALID_CONFIG; BROKER refused).
+
+**Authorization** (Kafka's ``ConfigHelper``/``KafkaApis``), before anything else: describing
+needs DESCRIBE_CONFIGS, altering ALTER_CONFIGS, on the cluster for BROKER (and broker-logger,
+client-metrics) resources (else CLUSTER_AUTHORIZATION_FAILED), on the topic for TOPIC
+(TOPIC_AUTHORIZATION_FAILED), on the group for GROUP (GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 
+from seglog.broker.authorization import CLUSTER_NAME, Operation, ResourceType
 from seglog.broker.handlers.config_entries import (
     ConfigEntry,
     broker_entries,
@@ -65,6 +71,30 @@ from seglog.protocol.messages import (
 
 DESCRIBE_CONFIGS, ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 33, 44
 TOPIC, BROKER = 2, 4
+BROKER_LOGGER, CLIENT_METRICS, GROUP = 8, 16, 32
+_CLUSTER_TYPES = (BROKER, BROKER_LOGGER, CLIENT_METRICS)
+
+
+def config_refusal(
+    state: BrokerState, context: RequestContext, operation: Operation, kind: int, name: str
+) -> ErrorCode | None:
+    """Kafka's authorization of a config resource: the cluster for broker, broker-logger and
+    client-metrics resources, else the topic or the group; the error code when refused."""
+    if kind in _CLUSTER_TYPES:
+        if state.authorize(context, operation, ResourceType.CLUSTER, CLUSTER_NAME):
+            return None
+        return ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if kind == TOPIC:
+        if state.authorize(context, operation, ResourceType.TOPIC, name):
+            return None
+        return ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if kind == GROUP:
+        if state.authorize(context, operation, ResourceType.GROUP, name):
+            return None
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    return None  # refused later as a resource type not served
+
+
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 # List-valued topic configs APPEND and SUBTRACT act on (the throttle lists are ignored ones).
 LIST_KEYS = frozenset(
@@ -154,7 +184,16 @@ async def describe_configs(
             resource_type=resource.resource_type,
             resource_name=resource.resource_name,
         )
+        refusal = config_refusal(
+            state,
+            context,
+            Operation.DESCRIBE_CONFIGS,
+            resource.resource_type,
+            resource.resource_name,
+        )
         try:
+            if refusal is not None:
+                raise ResourceError(refusal, "")
             entries = _entries(state, resource)
         except ResourceError as error:
             result.error_code = int(error.code)
@@ -311,7 +350,13 @@ async def incremental_alter_configs(
 ) -> IncrementalAlterConfigsResponse:
     responses = []
     for resource in request.resources:
-        code, message = _alter_resource(state, resource, request.validate_only, None)
+        refusal = config_refusal(
+            state, context, Operation.ALTER_CONFIGS, resource.resource_type, resource.resource_name
+        )
+        if refusal is None:
+            code, message = _alter_resource(state, resource, request.validate_only, None)
+        else:
+            code, message = int(refusal), None
         responses.append(
             IncrementalAlterConfigsResponseAlterConfigsResourceResponse(
                 error_code=code,
@@ -334,7 +379,13 @@ async def alter_configs(
             legacy.resource_name,
             [IncrementalAlterConfigsRequestAlterableConfig(k, SET, v) for k, v in configs],
         )
-        code, message = _alter_resource(state, resource, request.validate_only, configs)
+        refusal = config_refusal(
+            state, context, Operation.ALTER_CONFIGS, legacy.resource_type, legacy.resource_name
+        )
+        if refusal is None:
+            code, message = _alter_resource(state, resource, request.validate_only, configs)
+        else:
+            code, message = int(refusal), None
         responses.append(
             AlterConfigsResponseAlterConfigsResourceResponse(
                 error_code=code,

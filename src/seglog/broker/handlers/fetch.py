@@ -15,6 +15,10 @@ order:
 * a fetch offset below the log start offset or above the high watermark gets
   OFFSET_OUT_OF_RANGE (the client resets through ListOffsets); at the high watermark, no
   records; an unknown partition, UNKNOWN_TOPIC_OR_PARTITION;
+* a topic the principal may not READ (a consumer) gets TOPIC_AUTHORIZATION_FAILED, before its
+  existence is looked at; a follower fetch (``replica_id >= 0``) needs CLUSTER_ACTION on the
+  cluster, else every partition gets it (Kafka's ``handleFetchRequest``); such an error
+  answers at once like the others;
 * the response lists exactly the requested partitions, in order (clients reject a full
   response missing one).
 
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import time
 
+from seglog.broker.authorization import CLUSTER_NAME, Operation, ResourceType
 from seglog.broker.file_records import FileRangesRecords
 from seglog.broker.handlers.offsets import epoch_error
 from seglog.broker.registry import ApiHandler
@@ -139,14 +144,42 @@ def _read_partition(
     return answer
 
 
-def _read_all(state: BrokerState, request: FetchRequest, isolation: IsolationLevel) -> _Read:
+def _unauthorized(index: int) -> FetchResponsePartitionData:
+    return FetchResponsePartitionData(
+        partition_index=index,
+        error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+        high_watermark=-1,
+        last_stable_offset=-1,
+        log_start_offset=-1,
+        records=b"",
+    )
+
+
+def readable_topics(state: BrokerState, context: RequestContext, request: FetchRequest) -> set[str]:
+    """The requested topics the principal may fetch: a consumer needs READ on the topic; a
+    follower (``replica_id >= 0``) CLUSTER_ACTION on the cluster, else nothing (Kafka)."""
+    names = [topic.topic for topic in request.topics]
+    if request.replica_id >= 0:
+        allowed = state.authorize(
+            context, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME
+        )
+        return set(names) if allowed else set()
+    return state.authorized_names(context, Operation.READ, ResourceType.TOPIC, names)
+
+
+def _read_all(
+    state: BrokerState, request: FetchRequest, isolation: IsolationLevel, readable: set[str]
+) -> _Read:
     read = _Read()
     limit = request.max_bytes
     for topic in request.topics:
-        partitions = [
-            _read_partition(state, topic.topic, p, isolation, limit - read.bytes, read)
-            for p in topic.partitions
-        ]
+        if topic.topic not in readable:
+            partitions = [_unauthorized(p.partition) for p in topic.partitions]
+        else:
+            partitions = [
+                _read_partition(state, topic.topic, p, isolation, limit - read.bytes, read)
+                for p in topic.partitions
+            ]
         read.error = read.error or any(p.error_code != 0 for p in partitions)
         read.topics.append(
             FetchResponseFetchableTopicResponse(topic=topic.topic, partitions=partitions)
@@ -170,8 +203,9 @@ async def handle(
         for topic in request.topics
         for p in topic.partitions
     ]
+    readable = readable_topics(state, context, request)
     while True:
-        read = _read_all(state, request, isolation)
+        read = _read_all(state, request, isolation, readable)
         remaining = deadline - time.monotonic()
         done = remaining <= 0 or not partitions or state.appends.closed  # closed: stopping
         if read.bytes >= request.min_bytes or read.error or done:

@@ -11,10 +11,15 @@ turns wire messages into its inputs and its results into responses:
 * JoinGroup v0 has no rebalance timeout: the session timeout stands in, as in Kafka. From v4 a
   join without a member id gets MEMBER_ID_REQUIRED and the id to rejoin with.
 * LeaveGroup before v3 names one member; from v3 a batch with an answer per member.
+* Authorization, before anything else (Kafka's ``KafkaApis``): FindCoordinator needs DESCRIBE
+  on the group (GROUP_AUTHORIZATION_FAILED) or the transactional id
+  (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), per key; JoinGroup, SyncGroup, Heartbeat and
+  LeaveGroup need READ on the group (GROUP_AUTHORIZATION_FAILED, the group untouched).
 """
 
 from __future__ import annotations
 
+from seglog.broker.authorization import Operation, ResourceType
 from seglog.broker.groups.model import JoinRequest, LeavingMember, SyncRequest
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import BrokerState, RequestContext
@@ -36,6 +41,7 @@ from seglog.protocol.messages import (
 )
 
 GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
 
 
 def _coordinator_error(state: BrokerState, key_type: int) -> ErrorCode:
@@ -52,26 +58,63 @@ def _why_not(key_type: int) -> str:
     return "__consumer_offsets cannot be created here (see the server's log)"
 
 
+def _key_refusal(
+    state: BrokerState, context: RequestContext, key_type: int, key: str
+) -> ErrorCode | None:
+    """Kafka's check of a coordinator key: DESCRIBE on the group or transactional id."""
+    if key_type == GROUP_KEY_TYPE:
+        if state.authorize(context, Operation.DESCRIBE, ResourceType.GROUP, key):
+            return None
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
+    if key_type == TRANSACTION_KEY_TYPE:
+        if state.authorize(context, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key):
+            return None
+        return ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    return None
+
+
+def _refused_coordinator(key: str, code: ErrorCode) -> FindCoordinatorResponseCoordinator:
+    return FindCoordinatorResponseCoordinator(
+        key=key, node_id=-1, host="", port=-1, error_code=int(code), error_message=None
+    )
+
+
 async def find_coordinator(
     state: BrokerState, context: RequestContext, request: FindCoordinatorRequest
 ) -> FindCoordinatorResponse:
     endpoint = state.endpoint_for(context)
-    error = _coordinator_error(state, request.key_type)
-    found = error is ErrorCode.NONE
+    key_type = request.key_type
     if context.api_version >= 4:
-        return FindCoordinatorResponse(
-            coordinators=[
+        refusals = {
+            key: _key_refusal(state, context, key_type, key) for key in request.coordinator_keys
+        }
+        allowed = [key for key in request.coordinator_keys if refusals[key] is None]
+        error = _coordinator_error(state, key_type) if allowed else ErrorCode.NONE
+        found = error is ErrorCode.NONE
+        coordinators = []
+        for key in request.coordinator_keys:
+            refusal = refusals[key]
+            if refusal is not None:
+                coordinators.append(_refused_coordinator(key, refusal))
+                continue
+            coordinators.append(
                 FindCoordinatorResponseCoordinator(
                     key=key,
                     node_id=state.node_id if found else -1,
                     host=endpoint.host if found else "",
                     port=endpoint.port if found else -1,
                     error_code=int(error),
-                    error_message=None if found else _why_not(request.key_type),
+                    error_message=None if found else _why_not(key_type),
                 )
-                for key in request.coordinator_keys
-            ]
+            )
+        return FindCoordinatorResponse(coordinators=coordinators)
+    refusal = _key_refusal(state, context, key_type, request.key)
+    if refusal is not None:
+        return FindCoordinatorResponse(
+            error_code=int(refusal), error_message=None, node_id=-1, host="", port=-1
         )
+    error = _coordinator_error(state, key_type)
+    found = error is ErrorCode.NONE
     return FindCoordinatorResponse(
         error_code=int(error),
         error_message=None,
@@ -81,10 +124,23 @@ async def find_coordinator(
     )
 
 
+def _may_read(state: BrokerState, context: RequestContext, group_id: str) -> bool:
+    """JoinGroup, SyncGroup, Heartbeat and LeaveGroup need READ on the group (Kafka)."""
+    return state.authorize(context, Operation.READ, ResourceType.GROUP, group_id)
+
+
 async def join_group(
     state: BrokerState, context: RequestContext, request: JoinGroupRequest
 ) -> JoinGroupResponse:
     version = context.api_version
+    if not _may_read(state, context, request.group_id):
+        return JoinGroupResponse(
+            error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            generation_id=-1,
+            protocol_name=None if version >= 7 else "",
+            leader="",
+            member_id="",
+        )
     rebalance_timeout = request.session_timeout_ms if version == 0 else request.rebalance_timeout_ms
     result = await state.groups.join(
         JoinRequest(
@@ -120,6 +176,13 @@ async def join_group(
 async def sync_group(
     state: BrokerState, context: RequestContext, request: SyncGroupRequest
 ) -> SyncGroupResponse:
+    if not _may_read(state, context, request.group_id):
+        return SyncGroupResponse(
+            error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED),
+            protocol_type=None,
+            protocol_name=None,
+            assignment=b"",
+        )
     result = await state.groups.sync(
         SyncRequest(
             group_id=request.group_id,
@@ -142,6 +205,8 @@ async def sync_group(
 async def heartbeat(
     state: BrokerState, context: RequestContext, request: HeartbeatRequest
 ) -> HeartbeatResponse:
+    if not _may_read(state, context, request.group_id):
+        return HeartbeatResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     service = state.groups
     outcome = service.coordinator.heartbeat(
         request.group_id,
@@ -157,6 +222,8 @@ async def heartbeat(
 async def leave_group(
     state: BrokerState, context: RequestContext, request: LeaveGroupRequest
 ) -> LeaveGroupResponse:
+    if not _may_read(state, context, request.group_id):
+        return LeaveGroupResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
     service = state.groups
     if context.api_version >= 3:
         leaving = [LeavingMember(m.member_id, m.group_instance_id) for m in request.members]

@@ -16,12 +16,19 @@ partition the group has committed; a partition without a commit answers offset -
 transaction's marker (TxnOffsetCommit) answers UNSTABLE_OFFSET_COMMIT with offset -1, and the
 client asks again; without it the offset committed before the transaction is answered, as
 Kafka does. "Every partition" (null topics) lists the committed partitions only, as Kafka does.
+
+Authorization first (Kafka's ``KafkaApis``): OffsetCommit needs READ on the group (else
+GROUP_AUTHORIZATION_FAILED for every partition, nothing written) and READ on each topic
+(TOPIC_AUTHORIZATION_FAILED for its partitions; the others are committed); OffsetFetch DESCRIBE
+on the group and on each topic (every-topic fetches leave undescribable topics out); OffsetDelete
+DELETE on the group (the top-level error) and READ on each topic.
 """
 
 from __future__ import annotations
 
 import logging
 
+from seglog.broker.authorization import Operation, ResourceType
 from seglog.broker.groups.offsets_store import OffsetAndMetadata
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import BrokerState, RequestContext
@@ -79,11 +86,23 @@ async def offset_commit(
 ) -> OffsetCommitResponse:
     service = state.groups
     now = service.now_ms()
-    keys = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    every = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    if not state.authorize(context, Operation.READ, ResourceType.GROUP, request.group_id):
+        return _commit_answer(request, dict.fromkeys(every, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    readable = state.authorized_names(
+        context, Operation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
+    denied = {key: ErrorCode.TOPIC_AUTHORIZATION_FAILED for key in every if key[0] not in readable}
+    keys = [key for key in every if key[0] in readable]
+    if not keys:
+        return _commit_answer(request, denied)
     if not request.group_id:
-        return _commit_answer(request, dict.fromkeys(keys, ErrorCode.INVALID_GROUP_ID))
+        return _commit_answer(
+            request, {**dict.fromkeys(keys, ErrorCode.INVALID_GROUP_ID), **denied}
+        )
     if not service.ensure_offsets_topic():
-        return _commit_answer(request, dict.fromkeys(keys, ErrorCode.COORDINATOR_NOT_AVAILABLE))
+        unavailable = dict.fromkeys(keys, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return _commit_answer(request, {**unavailable, **denied})
     error = service.coordinator.validate_offset_commit(
         request.group_id,
         request.generation_id_or_member_epoch,
@@ -92,11 +111,13 @@ async def offset_commit(
         now,
     )
     if error is not ErrorCode.NONE:
-        return _commit_answer(request, dict.fromkeys(keys, error))
+        return _commit_answer(request, {**dict.fromkeys(keys, error), **denied})
     retention = request.retention_time_ms if 2 <= context.api_version <= 4 else -1
-    errors: dict[tuple[str, int], ErrorCode] = {}
+    errors: dict[tuple[str, int], ErrorCode] = dict(denied)
     values: dict[TopicPartition, OffsetAndMetadata] = {}
     for topic in request.topics:
+        if topic.name not in readable:
+            continue
         for p in topic.partitions:
             key = TopicPartition(topic.name, p.partition_index)
             metadata = p.committed_metadata or ""
@@ -126,14 +147,27 @@ async def offset_commit(
 
 #: (partition, committed value or None, error code) of one partition of an OffsetFetch answer
 Fetched = tuple[int, OffsetCommitValue | None, ErrorCode]
+Found = list[tuple[str, list[Fetched]]]
 
 
 def _fetch_group(
     state: BrokerState,
+    context: RequestContext,
     group_id: str,
     wanted: list[tuple[str, list[int]]] | None,
+    available: bool,
     require_stable: bool,
-) -> list[tuple[str, list[Fetched]]]:
+) -> tuple[ErrorCode, Found]:
+    """One group's committed offsets, as Kafka authorizes them: DESCRIBE on the group (else
+    GROUP_AUTHORIZATION_FAILED, and the requested partitions carry it); for every topic
+    (``wanted`` None) only the topics the principal may DESCRIBE, silently; a named topic it
+    may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED per partition. With ``require_stable``
+    a partition with pending transactional offsets answers UNSTABLE_OFFSET_COMMIT."""
+    if not state.authorize(context, Operation.DESCRIBE, ResourceType.GROUP, group_id):
+        refused = ErrorCode.GROUP_AUTHORIZATION_FAILED
+        return refused, [(t, [(p, None, refused) for p in ps]) for t, ps in wanted or []]
+    if not available:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
     store = state.groups.store
     committed = store.committed(group_id)
 
@@ -143,12 +177,28 @@ def _fetch_group(
         return tp.partition, committed.get(tp), ErrorCode.NONE
 
     if wanted is None:
+        describable = state.authorized_names(
+            context, Operation.DESCRIBE, ResourceType.TOPIC, {tp.topic for tp in committed}
+        )
         by_topic: dict[str, list[Fetched]] = {}
         for tp in sorted(committed):
-            by_topic.setdefault(tp.topic, []).append(one(tp))
-        return list(by_topic.items())
-    return [
-        (topic, [one(TopicPartition(topic, p)) for p in partitions]) for topic, partitions in wanted
+            if tp.topic in describable:
+                by_topic.setdefault(tp.topic, []).append(one(tp))
+        return ErrorCode.NONE, list(by_topic.items())
+    describable = state.authorized_names(
+        context, Operation.DESCRIBE, ResourceType.TOPIC, (topic for topic, _ in wanted)
+    )
+    return ErrorCode.NONE, [
+        (
+            topic,
+            [
+                one(TopicPartition(topic, p))
+                if topic in describable
+                else (p, None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for p in partitions
+            ],
+        )
+        for topic, partitions in wanted
     ]
 
 
@@ -164,9 +214,9 @@ async def offset_fetch(
             if request.topics is None
             else [(t.name, list(t.partition_indexes)) for t in request.topics]
         )
-        found = _fetch_group(state, request.group_id, wanted, stable) if available else []
+        error, found = _fetch_group(state, context, request.group_id, wanted, available, stable)
         return OffsetFetchResponse(
-            error_code=int(ErrorCode.NONE if available else ErrorCode.COORDINATOR_NOT_AVAILABLE),
+            error_code=int(error),
             topics=[
                 OffsetFetchResponseOffsetFetchResponseTopic(
                     name=topic,
@@ -176,9 +226,9 @@ async def offset_fetch(
                             committed_offset=NO_OFFSET if v is None else v.offset,
                             committed_leader_epoch=-1 if v is None else v.leader_epoch,
                             metadata="" if v is None else v.metadata,
-                            error_code=int(error),
+                            error_code=int(code),
                         )
-                        for p, v, error in partitions
+                        for p, v, code in partitions
                     ],
                 )
                 for topic, partitions in found
@@ -191,13 +241,13 @@ async def offset_fetch(
             if group.topics is None
             else [(t.name, list(t.partition_indexes)) for t in group.topics]
         )
-        found = _fetch_group(state, group.group_id, wanted, stable) if available else []
+        error, found = _fetch_group(state, context, group.group_id, wanted, available, stable)
+        if error is ErrorCode.GROUP_AUTHORIZATION_FAILED:
+            found = []  # v8+: the group's error alone, as Kafka answers
         groups.append(
             OffsetFetchResponseOffsetFetchResponseGroup(
                 group_id=group.group_id,
-                error_code=int(
-                    ErrorCode.NONE if available else ErrorCode.COORDINATOR_NOT_AVAILABLE
-                ),
+                error_code=int(error),
                 topics=[
                     OffsetFetchResponseOffsetFetchResponseTopics(
                         name=topic,
@@ -207,9 +257,9 @@ async def offset_fetch(
                                 committed_offset=NO_OFFSET if v is None else v.offset,
                                 committed_leader_epoch=-1 if v is None else v.leader_epoch,
                                 metadata="" if v is None else v.metadata,
-                                error_code=int(error),
+                                error_code=int(code),
                             )
-                            for p, v, error in partitions
+                            for p, v, code in partitions
                         ],
                     )
                     for topic, partitions in found
@@ -247,6 +297,11 @@ async def offset_delete(
     before the answer (a partition without a commit deletes nothing and answers NONE).
     """
     service = state.groups
+    if not state.authorize(context, Operation.DELETE, ResourceType.GROUP, request.group_id):
+        return OffsetDeleteResponse(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    readable = state.authorized_names(
+        context, Operation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     if not request.group_id:
         return OffsetDeleteResponse(error_code=int(ErrorCode.INVALID_GROUP_ID))
     group = service.coordinator.group(request.group_id)
@@ -259,7 +314,7 @@ async def offset_delete(
     deletable = [
         TopicPartition(t.name, p.partition_index)
         for t in request.topics
-        if t.name not in subscribed
+        if t.name not in subscribed and t.name in readable
         for p in t.partitions
     ]
     try:
@@ -275,7 +330,9 @@ async def offset_delete(
                     OffsetDeleteResponseOffsetDeleteResponsePartition(
                         partition_index=p.partition_index,
                         error_code=int(
-                            ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                            ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                            if t.name not in readable
+                            else ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
                             if t.name in subscribed
                             else ErrorCode.NONE
                         ),

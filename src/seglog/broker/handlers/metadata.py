@@ -9,6 +9,12 @@
   auto-created with defaults: ``__consumer_offsets`` comes from the group coordinator with its
   own settings, as Kafka's ``AutoTopicCreationManager`` does. Otherwise UNKNOWN_TOPIC_OR_PARTITION;
   an illegal name gets INVALID_TOPIC_EXCEPTION.
+* Authorization (Kafka's ``handleTopicMetadataRequest``): "every topic" lists only those the
+  principal may DESCRIBE; a named topic it may not DESCRIBE gets TOPIC_AUTHORIZATION_FAILED
+  whether or not it exists (its existence is not disclosed); a missing topic that would be
+  auto-created needs CREATE on the cluster or on the topic, else TOPIC_AUTHORIZATION_FAILED.
+  ``topic_authorized_operations`` (v8+) and ``cluster_authorized_operations`` (v8-10) are
+  filled when the request asks for them.
 * Every partition is led by this node at its log's leader epoch, with itself as the only
   replica and ISR member; topic ids (v10+) are those of ``partition.metadata``.
 * A topic lists partitions ``0 .. highest``. A directory copied from one broker of a cluster
@@ -21,6 +27,7 @@
 
 from __future__ import annotations
 
+from seglog.broker.authorization import CLUSTER_NAME, Operation, ResourceType
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import INT32_MIN, INTERNAL_TOPICS, BrokerState, RequestContext, topic_uuid
 from seglog.errors import InvalidTopicError, SeglogError, TopicExistsError
@@ -90,9 +97,13 @@ def _offline_partition(index: int) -> MetadataResponseMetadataResponsePartition:
     )
 
 
-def _error_topic(name: str, error: ErrorCode) -> MetadataResponseMetadataResponseTopic:
+def _error_topic(
+    name: str, error: ErrorCode, disclose: bool = True
+) -> MetadataResponseMetadataResponseTopic:
+    """A topic answered with an error; ``disclose`` False (not describable) says nothing of
+    it, not even whether it is internal."""
     return MetadataResponseMetadataResponseTopic(
-        error_code=int(error), name=name, is_internal=name in INTERNAL_TOPICS
+        error_code=int(error), name=name, is_internal=disclose and name in INTERNAL_TOPICS
     )
 
 
@@ -131,18 +142,65 @@ async def handle(
     version = context.api_version
     requested = request.topics
     if requested is None or (version == 0 and not requested):
-        names = sorted(state.manager.topic_names())
+        names = sorted(
+            state.authorized_names(
+                context, Operation.DESCRIBE, ResourceType.TOPIC, state.manager.topic_names()
+            )
+        )
         topics = [topic_entry(state, name) for name in names]
     else:
         allow = request.allow_auto_topic_creation if version >= 4 else True
-        topics = [_requested_or_created(state, t.name or "", allow) for t in requested]
+        wanted = [t.name or "" for t in requested]
+        describable = state.authorized_names(
+            context, Operation.DESCRIBE, ResourceType.TOPIC, wanted
+        )
+        creatable = _creatable(state, context, [n for n in wanted if n in describable], allow)
+        topics = [
+            _requested_or_created(state, name, allow)
+            if name in creatable
+            else _error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, name in describable)
+            for name in wanted
+        ]
+    if request.include_topic_authorized_operations and version >= 8:
+        for topic in topics:
+            if topic.error_code == 0:
+                topic.topic_authorized_operations = state.authorized_operations(
+                    context, ResourceType.TOPIC, topic.name or ""
+                )
     return MetadataResponse(
         brokers=[broker_entry(state, context)],
         cluster_id=state.cluster_id,
         controller_id=state.node_id,
         topics=topics,
-        cluster_authorized_operations=INT32_MIN,
+        cluster_authorized_operations=_cluster_operations(state, context, request, version),
     )
+
+
+def _creatable(
+    state: BrokerState, context: RequestContext, describable: list[str], allow: bool
+) -> set[str]:
+    """The describable topics that may be answered: existing ones, and missing ones when
+    auto-creation is off or the principal may CREATE them (on the cluster or the topic)."""
+    existing = state.manager.topic_names()
+    missing = [name for name in describable if name not in existing]
+    if not (missing and allow and state.config.auto_create_topics_enable):
+        return set(describable)
+    if state.authorize(context, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return set(describable)
+    may_create = state.authorized_names(context, Operation.CREATE, ResourceType.TOPIC, missing)
+    return {name for name in describable if name in existing or name in may_create}
+
+
+def _cluster_operations(
+    state: BrokerState, context: RequestContext, request: MetadataRequest, version: int
+) -> int:
+    """``cluster_authorized_operations`` (v8-10, when asked): 0 without DESCRIBE on the
+    cluster, as Kafka answers."""
+    if not (8 <= version <= 10 and request.include_cluster_authorized_operations):
+        return INT32_MIN
+    if not state.authorize(context, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+        return 0
+    return state.authorized_operations(context, ResourceType.CLUSTER, CLUSTER_NAME)
 
 
 HANDLERS = [ApiHandler(API_KEY, 0, 12, handle)]

@@ -20,10 +20,15 @@ only meet a client holding stale or foreign metadata).
 DeleteRecords moves log start offsets (offset -1: the high watermark); an offset above the high
 watermark is OFFSET_OUT_OF_RANGE and a topic without ``delete`` in its cleanup.policy gets
 POLICY_VIOLATION, as Kafka answers.
+
+Authorization (Kafka's ``KafkaApis``), asked before anything else, TOPIC_AUTHORIZATION_FAILED
+per partition when refused: ListOffsets needs DESCRIBE on the topic; OffsetForLeaderEpoch
+DESCRIBE on the topic, or CLUSTER_ACTION on the cluster (a follower); DeleteRecords DELETE.
 """
 
 from __future__ import annotations
 
+from seglog.broker.authorization import CLUSTER_NAME, Operation, ResourceType
 from seglog.broker.registry import ApiHandler
 from seglog.broker.state import BrokerState, RequestContext
 from seglog.errors import InvalidConfigError, InvalidRecordError, OffsetOutOfRangeError, SeglogError
@@ -118,10 +123,18 @@ async def list_offsets(
 ) -> ListOffsetsResponse:
     committed = request.isolation_level == READ_COMMITTED
     duplicates = _duplicates(request)
+    describable = state.authorized_names(
+        context, Operation.DESCRIBE, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
 
     def answer(
         topic: str, p: ListOffsetsRequestListOffsetsPartition
     ) -> ListOffsetsResponseListOffsetsPartitionResponse:
+        if topic not in describable:
+            return ListOffsetsResponseListOffsetsPartitionResponse(
+                partition_index=p.partition_index,
+                error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED),
+            )
         if (topic, p.partition_index) in duplicates:
             return ListOffsetsResponseListOffsetsPartitionResponse(
                 partition_index=p.partition_index, error_code=int(ErrorCode.INVALID_REQUEST)
@@ -139,10 +152,16 @@ async def list_offsets(
 
 
 def _epoch_end(
-    state: BrokerState, topic: str, request: OffsetForLeaderEpochRequestOffsetForLeaderPartition
+    state: BrokerState,
+    topic: str,
+    request: OffsetForLeaderEpochRequestOffsetForLeaderPartition,
+    authorized: bool,
 ) -> OffsetForLeaderEpochResponseEpochEndOffset:
     index = request.partition
     answer = OffsetForLeaderEpochResponseEpochEndOffset(partition=index)
+    if not authorized:
+        answer.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        return answer
     log = state.log_of(topic, index)
     if log is None:
         answer.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -169,11 +188,19 @@ def _epoch_end(
 async def offset_for_leader_epoch(
     state: BrokerState, context: RequestContext, request: OffsetForLeaderEpochRequest
 ) -> OffsetForLeaderEpochResponse:
+    names = [topic.topic for topic in request.topics]
+    if state.authorize(context, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+        describable = set(names)
+    else:
+        describable = state.authorized_names(context, Operation.DESCRIBE, ResourceType.TOPIC, names)
     return OffsetForLeaderEpochResponse(
         topics=[
             OffsetForLeaderEpochResponseOffsetForLeaderTopicResult(
                 topic=topic.topic,
-                partitions=[_epoch_end(state, topic.topic, p) for p in topic.partitions],
+                partitions=[
+                    _epoch_end(state, topic.topic, p, topic.topic in describable)
+                    for p in topic.partitions
+                ],
             )
             for topic in request.topics
         ]
@@ -181,11 +208,14 @@ async def offset_for_leader_epoch(
 
 
 def _delete_one(
-    state: BrokerState, topic: str, partition: int, offset: int
+    state: BrokerState, topic: str, partition: int, offset: int, authorized: bool
 ) -> DeleteRecordsResponseDeleteRecordsPartitionResult:
     answer = DeleteRecordsResponseDeleteRecordsPartitionResult(
         partition_index=partition, low_watermark=-1
     )
+    if not authorized:
+        answer.error_code = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        return answer
     log = state.log_of(topic, partition)
     if log is None:
         answer.error_code = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
@@ -204,11 +234,14 @@ def _delete_one(
 async def delete_records(
     state: BrokerState, context: RequestContext, request: DeleteRecordsRequest
 ) -> DeleteRecordsResponse:
+    deletable = state.authorized_names(
+        context, Operation.DELETE, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     topics = [
         DeleteRecordsResponseDeleteRecordsTopicResult(
             name=topic.name,
             partitions=[
-                _delete_one(state, topic.name, p.partition_index, p.offset)
+                _delete_one(state, topic.name, p.partition_index, p.offset, topic.name in deletable)
                 for p in topic.partitions
             ],
         )

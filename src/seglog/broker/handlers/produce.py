@@ -6,6 +6,8 @@ every other writer does, and the answer carries Kafka's error code per partition
 =======================================  =============================================
 refusal                                  error code
 =======================================  =============================================
+no WRITE ACL on the topic                TOPIC_AUTHORIZATION_FAILED (29), asked before
+                                         the topic's existence (which is not disclosed)
 unknown topic or partition               UNKNOWN_TOPIC_OR_PARTITION (3)
 an internal topic (``__consumer_offsets``)  INVALID_TOPIC_EXCEPTION (17)
 acks other than -1, 0, 1                 INVALID_REQUIRED_ACKS (21)
@@ -19,7 +21,8 @@ sequence gap / old epoch / unknown id    OUT_OF_ORDER_SEQUENCE_NUMBER (45) /
 transaction state                        INVALID_TXN_STATE (48)
 the disk refused the write               KAFKA_STORAGE_ERROR (56)
 a transactional batch, no transactional  TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
-id in the request                        every partition of the request (Kafka's answer)
+id in the request (or one the principal  every partition of the request (Kafka's answer)
+may not WRITE)
 a transactional batch of a transactional INVALID_TXN_STATE (48)
 id
 =======================================  =============================================
@@ -45,6 +48,7 @@ from __future__ import annotations
 import logging
 import struct
 
+from seglog.broker.authorization import Operation, ResourceType
 from seglog.broker.registry import ApiHandler, CloseConnection
 from seglog.broker.state import INTERNAL_TOPICS, BrokerState, RequestContext
 from seglog.errors import (
@@ -137,11 +141,17 @@ def _refused(
 
 
 def _append_one(
-    state: BrokerState, topic: str, data: ProduceRequestPartitionProduceData, acks: int
+    state: BrokerState,
+    topic: str,
+    data: ProduceRequestPartitionProduceData,
+    acks: int,
+    authorized: bool,
 ) -> ProduceResponsePartitionProduceResponse:
     index = data.index
     if acks not in (-1, 0, 1):
         return _refused(index, ErrorCode.INVALID_REQUIRED_ACKS, f"acks={acks} is not -1, 0 or 1")
+    if not authorized:
+        return _refused(index, ErrorCode.TOPIC_AUTHORIZATION_FAILED, None)
     if topic in INTERNAL_TOPICS:
         return _refused(
             index, ErrorCode.INVALID_TOPIC_EXCEPTION, f"cannot append to internal topic {topic}"
@@ -198,9 +208,7 @@ def _refuse_all(request: ProduceRequest, code: ErrorCode, message: str) -> Produ
     )
 
 
-def _transactional_without_id(request: ProduceRequest) -> bool:
-    if request.transactional_id is not None:
-        return False
+def _has_transactional_records(request: ProduceRequest) -> bool:
     for topic in request.topic_data:
         for data in topic.partition_data:
             records = _records_of(data)
@@ -209,24 +217,41 @@ def _transactional_without_id(request: ProduceRequest) -> bool:
     return False
 
 
+def _transactional_id_refused(
+    state: BrokerState, context: RequestContext, request: ProduceRequest
+) -> bool:
+    """Kafka's first check: transactional records need a transactional id the principal may
+    WRITE."""
+    if not _has_transactional_records(request):
+        return False
+    transactional_id = request.transactional_id
+    return transactional_id is None or not state.authorize(
+        context, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    )
+
+
 async def handle(
     state: BrokerState, context: RequestContext, request: ProduceRequest
 ) -> ProduceResponse | None:
-    if _transactional_without_id(request):
+    if _transactional_id_refused(state, context, request):
         refusal = _refuse_all(
             request,
             ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "transactional records need a transactional id (and transactions are not supported)",
+            "transactional records need a transactional id the principal may write",
         )
         if request.acks == 0:
             _close_if_refused(refusal)
             return None
         return refusal
+    writable = state.authorized_names(
+        context, Operation.WRITE, ResourceType.TOPIC, (t.name for t in request.topic_data)
+    )
     responses = [
         ProduceResponseTopicProduceResponse(
             name=topic.name,
             partition_responses=[
-                _append_one(state, topic.name, data, request.acks) for data in topic.partition_data
+                _append_one(state, topic.name, data, request.acks, topic.name in writable)
+                for data in topic.partition_data
             ],
         )
         for topic in request.topic_data

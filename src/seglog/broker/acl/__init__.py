@@ -1,0 +1,1 @@
+"""ACLs: Kafka's model and decision (pure), the ACL file, the authorizer of ``seglog serve``."""
