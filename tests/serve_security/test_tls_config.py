@@ -85,7 +85,7 @@ def test_unencrypted_listener_off_loopback_needs_an_authorizer_or_an_explicit_se
     )
     assert allowed.insecure_listeners == allowed.listeners
     with_acls = ServerConfig.from_properties(
-        {"listeners": listeners, "authorizer.class.name": "seglog"}
+        {"listeners": listeners, "authorizer.class.name": "seglog.broker.acl.AclAuthorizer"}
     )
     assert with_acls.insecure_listeners == with_acls.listeners  # still warned: not encrypted
 
