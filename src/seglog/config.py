@@ -796,6 +796,21 @@ _BROKER_ONLY_KEYS = (
         "offset_metadata_max_bytes",
         4096,
     ),
+    # The transaction coordinator's __transaction_state (TransactionLogConfig).
+    BrokerKey(
+        "transaction.state.log.num.partitions",
+        ConfigType.INT,
+        _at_least(1),
+        "transaction_state_log_num_partitions",
+        50,
+    ),
+    BrokerKey(
+        "transaction.state.log.segment.bytes",
+        ConfigType.INT,
+        _at_least(1),
+        "transaction_state_log_segment_bytes",
+        100 * MIB,
+    ),
 )
 
 _NODE_ID_CHECK = _between(0, INT32_MAX)
@@ -853,6 +868,8 @@ class BrokerConfig:
     offsets_retention_minutes: int = 10080
     offsets_retention_check_interval_ms: int = 600_000
     offset_metadata_max_bytes: int = 4096
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_segment_bytes: int = 100 * MIB
     ignored_keys: tuple[str, ...] = field(default=(), compare=False)
     """``server.properties`` keys that were not read (not storage settings), for reporting."""
 

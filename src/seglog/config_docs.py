@@ -296,6 +296,17 @@ BROKER_SETTING_DOCS: Mapping[str, str] = {
     "offset.metadata.max.bytes": (
         "The maximum size for a metadata entry associated with an offset commit."
     ),
+    "transaction.state.log.num.partitions": (
+        "The number of partitions for the transaction topic (should not change after "
+        "deployment): `__transaction_state` is created with it on first use, and a "
+        "transactional id's partition is `abs(transactionalId.hashCode()) % "
+        "transaction.state.log.num.partitions`."
+    ),
+    "transaction.state.log.segment.bytes": (
+        "The transaction topic segment bytes should be kept relatively small in order to "
+        "facilitate faster log compaction and cache loads: the `segment.bytes` of "
+        "`__transaction_state` when seglog creates it."
+    ),
     BROKER_TIMESTAMP_DIFFERENCE_KEY: (
         "Deprecated in Kafka (removed in 4.0): the default of "
         "`message.timestamp.before.max.ms` and `message.timestamp.after.max.ms` when those are "

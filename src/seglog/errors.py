@@ -311,3 +311,10 @@ class CorruptGroupRecordError(CorruptRecordError):
     past the end, a value version no Kafka writes, a null key). ``position`` is the byte inside
     the key or value; a loader adds the partition and offset of the record to ``reason``.
     Kafka stops loading the partition at such a record; so does seglog."""
+
+
+class CorruptTxnRecordError(CorruptRecordError):
+    """A ``__transaction_state`` record whose key or value breaks its layout (a string running
+    past the end, a value version or status code no Kafka writes, a null key). ``position`` is
+    the byte inside the key or value; a loader adds the partition and offset of the record to
+    ``reason``. Kafka stops loading the partition at such a record; so does seglog."""
