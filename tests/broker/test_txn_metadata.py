@@ -8,6 +8,8 @@ from seglog.broker.txns.metadata import (
     IllegalTransitionError,
     TransactionMetadata,
     TransactionState,
+    expirable,
+    state_named,
     valid_previous_states,
 )
 from seglog.broker.txns.txn_config import TransactionConfig
@@ -25,7 +27,7 @@ def _fresh(epoch: int = -1, state: TransactionState = S.EMPTY) -> TransactionMet
 
 
 def test_state_codes_and_names_are_kafkas() -> None:
-    assert [(s.value, s.display_name) for s in S] == [
+    assert [(s.value, s.kafka_name) for s in S] == [
         (0, "Empty"),
         (1, "Ongoing"),
         (2, "PrepareCommit"),
@@ -35,10 +37,10 @@ def test_state_codes_and_names_are_kafkas() -> None:
         (6, "Dead"),
         (7, "PrepareEpochFence"),
     ]
-    assert S.from_display_name("PrepareEpochFence") is S.PREPARE_EPOCH_FENCE
-    assert S.from_display_name("Bogus") is None
+    assert state_named("PrepareEpochFence") is S.PREPARE_EPOCH_FENCE
+    assert state_named("Bogus") is None
     assert valid_previous_states(S.PREPARE_ABORT) == {S.ONGOING, S.PREPARE_EPOCH_FENCE}
-    assert {s for s in S if s.expiration_allowed} == {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+    assert {s for s in S if expirable(s)} == {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
 
 
 def test_config_defaults_bounds_and_properties() -> None:

@@ -133,7 +133,7 @@ class TxnHarness:
     def state(self, txn_id: str = "t") -> str:
         metadata = self.coord.metadata(txn_id)
         assert metadata is not None
-        return metadata.state.display_name
+        return metadata.state.kafka_name
 
     def last_value(self, txn_id: str = "t") -> TxnTransit | None:
         for key, value in reversed(self.log):

@@ -35,6 +35,8 @@ from seglog.broker.txns.metadata import (
     TransactionState,
     TxnTransit,
     epoch_exhausted,
+    expirable,
+    state_named,
 )
 from seglog.broker.txns.model import (
     Completion,
@@ -183,7 +185,7 @@ class TransactionCoordinator:
                 now_ms=now_ms,
             )
         if state not in (S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT):
-            raise IllegalTransitionError(f"{transactional_id} found in state {state.display_name}")
+            raise IllegalTransitionError(f"{transactional_id} found in state {state.kafka_name}")
         if metadata.epoch_exhausted and (
             expected is None or expected[1] == metadata.producer_epoch
         ):
@@ -336,7 +338,7 @@ class TransactionCoordinator:
             return E.CONCURRENT_TRANSACTIONS if same else E.INVALID_TXN_STATE
         if state is S.EMPTY:
             return E.INVALID_TXN_STATE
-        raise IllegalTransitionError(f"{transactional_id} found in state {state.display_name}")
+        raise IllegalTransitionError(f"{transactional_id} found in state {state.kafka_name}")
 
     # -- timers -------------------------------------------------------------------------------
 
@@ -377,7 +379,7 @@ class TransactionCoordinator:
         for transactional_id, metadata in self._txns.items():
             if (
                 not metadata.pending_in_progress
-                and metadata.state.expiration_allowed
+                and expirable(metadata.state)
                 and metadata.last_update_ms <= cutoff
             ):
                 metadata.prepare_dead()
@@ -457,7 +459,7 @@ class TransactionCoordinator:
         return TxnDescription(
             transactional_id,
             E.NONE,
-            state=metadata.state.display_name,
+            state=metadata.state.kafka_name,
             timeout_ms=metadata.timeout_ms,
             start_ms=metadata.start_ms,
             producer_id=metadata.producer_id,
@@ -476,11 +478,11 @@ class TransactionCoordinator:
         if not self.loaded:
             return TxnListing(E.COORDINATOR_LOAD_IN_PROGRESS)
         names = list(state_filters)
-        states = {s for s in (S.from_display_name(n) for n in names) if s is not None}
-        unknown = tuple(n for n in names if S.from_display_name(n) is None)
+        states = {s for s in (state_named(n) for n in names) if s is not None}
+        unknown = tuple(n for n in names if state_named(n) is None)
         ids = set(producer_id_filters)
         listed = [
-            ListedTxn(transactional_id, metadata.producer_id, metadata.state.display_name)
+            ListedTxn(transactional_id, metadata.producer_id, metadata.state.kafka_name)
             for transactional_id, metadata in self._txns.items()
             if metadata.state is not S.DEAD
             and (not ids or metadata.producer_id in ids)

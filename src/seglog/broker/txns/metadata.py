@@ -34,43 +34,27 @@ never bumps the epoch (KIP-890's version 2 does); ``client_transaction_version``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import NoReturn
 
 from seglog.format.topic_names import TopicPartition
+from seglog.format.txn_records import TxnState as TransactionState
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 SHORT_MAX = 2**15 - 1
 
 
-class TransactionState(IntEnum):
-    """Kafka's transaction states with their ``__transaction_state`` status codes."""
+def state_named(name: str) -> TransactionState | None:
+    """The state Kafka calls ``name`` (``PrepareCommit``), or None."""
+    for state in TransactionState:
+        if state.kafka_name == name:
+            return state
+    return None
 
-    EMPTY = 0
-    ONGOING = 1
-    PREPARE_COMMIT = 2
-    PREPARE_ABORT = 3
-    COMPLETE_COMMIT = 4
-    COMPLETE_ABORT = 5
-    DEAD = 6
-    PREPARE_EPOCH_FENCE = 7
 
-    @property
-    def display_name(self) -> str:
-        """The name DescribeTransactions and ListTransactions use (``PrepareCommit``)."""
-        return "".join(part.capitalize() for part in self.name.split("_"))
-
-    @classmethod
-    def from_display_name(cls, name: str) -> TransactionState | None:
-        for state in cls:
-            if state.display_name == name:
-                return state
-        return None
-
-    @property
-    def expiration_allowed(self) -> bool:
-        return self in _EXPIRABLE
+def expirable(state: TransactionState) -> bool:
+    """Whether an id idle in ``state`` may expire (Kafka's ``isExpirationAllowed``)."""
+    return state in _EXPIRABLE
 
 
 S = TransactionState
@@ -318,8 +302,8 @@ class TransactionMetadata:
     ) -> TxnTransit:
         if self.pending is not None:
             raise IllegalTransitionError(
-                f"{self.transactional_id}: preparing {state.display_name} while "
-                f"{self.pending.display_name} is pending"
+                f"{self.transactional_id}: preparing {state.kafka_name} while "
+                f"{self.pending.kafka_name} is pending"
             )
         new_id = self.producer_id if producer_id is None else producer_id
         if new_id < 0:
@@ -328,7 +312,7 @@ class TransactionMetadata:
             raise IllegalTransitionError(f"illegal new producer epoch {epoch}")
         if self.state not in _PREVIOUS[state]:
             raise IllegalTransitionError(
-                f"{self.transactional_id}: {self.state.display_name} -> {state.display_name} "
+                f"{self.transactional_id}: {self.state.kafka_name} -> {state.kafka_name} "
                 "is not a legal transition"
             )
         self.pending = state
@@ -413,8 +397,8 @@ class TransactionMetadata:
     def _fail(self, transit: TxnTransit) -> NoReturn:
         raise IllegalTransitionError(
             f"{self.transactional_id}: cannot complete the transition to {transit} from "
-            f"{self.state.display_name} (pending "
-            f"{self.pending.display_name if self.pending else None})"
+            f"{self.state.kafka_name} (pending "
+            f"{self.pending.kafka_name if self.pending else None})"
         )
 
     def fence_in_place(self, epoch: int) -> None:
@@ -433,5 +417,7 @@ __all__ = [
     "TransactionState",
     "TxnTransit",
     "epoch_exhausted",
+    "expirable",
+    "state_named",
     "valid_previous_states",
 ]
