@@ -16,8 +16,10 @@ auto.create.topics.enable              true                        Metadata crea
 delete.topic.enable                    true                        DeleteTopics allowed
 =====================================  ==========================  ==========================
 
-The consumer-group settings (``group.*``) are :class:`GroupConfig`'s; the ``offsets.*`` ones are
-storage settings (:class:`seglog.config.BrokerConfig`).
+The consumer-group settings (``group.*``) are :class:`GroupConfig`'s, the transaction
+coordinator's (``transaction.max.timeout.ms``, ``transactional.id.expiration.ms``, the two
+cleanup intervals) :class:`TransactionConfig`'s; the ``offsets.*`` and
+``transaction.state.log.*`` ones are storage settings (:class:`seglog.config.BrokerConfig`).
 
 Decision: ``listeners`` defaults to loopback (``127.0.0.1``), not Kafka's all-interfaces
 ``PLAINTEXT://:9092``: a development broker with no authentication should not be reachable
@@ -31,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from seglog.broker.groups.group_config import GroupConfig
+from seglog.broker.txns.txn_config import TransactionConfig
 from seglog.errors import InvalidConfigError
 
 INT32_MAX = 2**31 - 1
@@ -112,6 +115,7 @@ class ServerConfig:
     auto_create_topics_enable: bool = True
     delete_topic_enable: bool = True
     groups: GroupConfig = field(default_factory=GroupConfig)
+    transactions: TransactionConfig = field(default_factory=TransactionConfig)
 
     @classmethod
     def from_properties(
@@ -134,5 +138,6 @@ class ServerConfig:
             auto_create_topics_enable=_bool(props, "auto.create.topics.enable", True),
             delete_topic_enable=_bool(props, "delete.topic.enable", True),
             groups=GroupConfig.from_properties(props),
+            transactions=TransactionConfig.from_properties(props),
         )
         return config

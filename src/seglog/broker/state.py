@@ -25,6 +25,7 @@ from seglog.format.topic_names import TopicPartition
 
 if TYPE_CHECKING:
     from seglog.broker.group_service import GroupService
+    from seglog.broker.txn_service import TxnService
     from seglog.engine.log.partition_log import Log
     from seglog.engine.log_manager import LogManager
 
@@ -121,6 +122,8 @@ class BrokerState:
     ) -> None:
         self.manager = manager
         self.groups = groups
+        # The transaction coordinator (set by the server's wiring; None: transactions refused).
+        self.txns: TxnService | None = None
         self.config = config
         self.node_id = manager.broker.node_id
         self.cluster_id = cluster_id
