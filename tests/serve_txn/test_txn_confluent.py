@@ -142,3 +142,44 @@ def test_an_abandoned_transaction_is_aborted_after_its_timeout(txn_server: Serve
     assert _committed(bootstrap, 1) == _values("later", 2)
     described = _describe(bootstrap, "txn-abandoned")
     assert described.producer_epoch == 1  # fenced by the abort
+
+
+def test_sigkill_mid_transaction_then_restart(txn_server: ServeProcess) -> None:
+    """The server is SIGKILLed with two transactions open: after the restart a new producer of
+    one id fences and aborts it at once; the other is aborted by the server once its timeout
+    passes; the transaction committed before the kill stays committed."""
+    bootstrap = txn_server.bootstrap
+    first = _producer(bootstrap, "txn-crash", **{"transaction.timeout.ms": 60_000})
+    first.init_transactions(TIMEOUT_S)
+    first.begin_transaction()
+    _send(first, 0, _values("committed", 6))
+    first.commit_transaction(TIMEOUT_S)
+    first.begin_transaction()
+    _send(first, 0, _values("in-flight", 4))
+    first.flush(TIMEOUT_S)
+    orphan = _producer(bootstrap, "txn-orphan", **{"transaction.timeout.ms": 1500})
+    orphan.init_transactions(TIMEOUT_S)
+    orphan.begin_transaction()
+    _send(orphan, 1, _values("orphan", 3))
+    orphan.flush(TIMEOUT_S)
+
+    txn_server.kill()
+    txn_server.start()
+    bootstrap = txn_server.bootstrap
+
+    successor = _producer(bootstrap, "txn-crash")
+    successor.init_transactions(TIMEOUT_S)
+    successor.begin_transaction()
+    _send(successor, 0, _values("after", 2))
+    successor.commit_transaction(TIMEOUT_S)
+    assert _committed(bootstrap, 0) == _values("committed", 6) + _values("after", 2)
+    assert _everything(bootstrap, 0) == (
+        _values("committed", 6) + _values("in-flight", 4) + _values("after", 2)
+    )
+
+    deadline = time.monotonic() + TIMEOUT_S
+    while _describe(bootstrap, "txn-orphan").transaction_state != "CompleteAbort":
+        assert time.monotonic() < deadline, "the orphaned transaction was never aborted"
+        time.sleep(0.1)
+    assert _committed(bootstrap, 1) == []
+    assert _everything(bootstrap, 1) == _values("orphan", 3)
