@@ -8,7 +8,11 @@ and performs its effects in process:
   a failed append is answered NOT_COORDINATOR, as Kafka maps a storage failure of the
   transaction log (the client rediscovers the coordinator and retries);
 * :class:`WriteMarkers`: a COMMIT or ABORT marker with ``Log.append_marker`` on every partition
-  of the transaction (what WriteTxnMarkers has each leader do), carrying the coordinator epoch
+  of the transaction, once the serving loop has sent the answer that released them (EndTxn is
+  answered once PrepareCommit/PrepareAbort is stored, as Kafka answers it; the markers are
+  written in the loop's next step, before anything read after that answer is handled, so the
+  client's next request finds the transaction complete; before ``start()`` they are written
+  at once) (what WriteTxnMarkers has each leader do), carrying the coordinator epoch
   (the leader epoch of the id's ``__transaction_state`` partition). After each marker
   ``on_marker(tp, producer_id, commit)`` runs (the wiring wakes Fetch long polls and, for a
   ``__consumer_offsets`` partition, applies or drops the transaction's offsets). A partition
@@ -249,6 +253,9 @@ class TxnService:
             return self.coordinator.persisted(effect.persist_id, error, now)
         if isinstance(effect, WriteMarkers):
             self._unwritten[effect.markers_id] = (effect, list(effect.partitions))
+            if self._tasks:  # serving: answer EndTxn first, write the markers right after
+                asyncio.get_running_loop().call_soon(self._write_deferred, effect.markers_id)
+                return None
             return self._write_markers(effect.markers_id, apply_follow=False)
         return self._remove(effect, now)
 
@@ -262,6 +269,10 @@ class TxnService:
         else:
             LOG.info("expired %d transactional id(s)", len(effect.transactional_ids))
         return self.coordinator.removed(effect.remove_id, error, now)
+
+    def _write_deferred(self, markers_id: int) -> None:
+        if markers_id in self._unwritten:  # a timer's retry may have written them meanwhile
+            self._write_markers(markers_id)
 
     def _write_markers(self, markers_id: int, *, apply_follow: bool = True) -> Step | None:
         effect, remaining = self._unwritten[markers_id]
