@@ -137,3 +137,50 @@ def test_an_ongoing_transaction_found_at_restore_is_aborted_once_timed_out(
     entry = TransactionStateStore.open(manager).entry("open")
     assert entry is not None
     assert (entry.state, entry.producer_epoch) == (TxnState.COMPLETE_ABORT, 1)
+
+
+def test_restore_after_a_crash_between_two_markers(manager: LogManager) -> None:
+    """Step 2 of ending a transaction died half way: one partition has its marker, the other
+    not. Restore writes both again; the partition marked twice reads the same."""
+    pid = 999
+    logs = [manager.get_log("out", 0), manager.get_log("out", 1)]
+    for log in logs:
+        log.append(_txn_batch(pid, 0, b"committed"))
+    logs[0].append_marker(pid, 0, commit=True, coordinator_epoch=0)
+    store = TransactionStateStore.open(manager)
+    now = 1_700_000_000_000
+    store.write(
+        "half",
+        TransactionLogEntry(pid, 0, 60_000, TxnState.PREPARE_COMMIT, (OUT0, OUT1), now, now),
+        now_ms=now,
+    )
+    open_txns(manager, ServerConfig()).restore()
+    assert [log.log_end_offset for log in logs] == [3, 2]  # out-0 got a second marker
+    for log in logs:
+        assert log.ongoing_transactions() == []
+        assert log.last_stable_offset == log.log_end_offset
+        assert log.aborted_transactions(0, log.log_end_offset) == []
+    entry = TransactionStateStore.open(manager).entry("half")
+    assert entry is not None and entry.state is TxnState.COMPLETE_COMMIT
+
+
+def test_a_partition_deleted_before_its_marker_is_skipped(manager: LogManager) -> None:
+    """Kafka drops the markers of a partition that is gone; the transaction still completes."""
+    manager.create_topic("gone", 1)
+    service = open_txns(manager, ServerConfig())
+    service.restore()
+    gone = TopicPartition("gone", 0)
+
+    async def flow() -> list[ErrorCode]:
+        init = await service.init_producer_id("app-2", 60_000, None)
+        pid = init.producer_id
+        codes = [await service.add_partitions("app-2", pid, 0, [OUT0, gone])]
+        manager.get_log("out", 0).append(_txn_batch(pid, 0, b"kept"))
+        manager.delete_topic("gone")
+        codes.append(await service.end_txn("app-2", pid, 0, commit=True))
+        return codes
+
+    assert asyncio.run(flow()) == [ErrorCode.NONE, ErrorCode.NONE]
+    log = manager.get_log("out", 0)
+    assert log.ongoing_transactions() == [] and log.last_stable_offset == 2
+    assert service.describe("app-2").state == "CompleteCommit"

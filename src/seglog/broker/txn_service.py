@@ -29,6 +29,20 @@ transactions past their timeout are fenced and aborted (and failed writes retrie
 At start-up (:meth:`restore`) every id's last value is loaded; a transaction found in
 PrepareCommit or PrepareAbort (the server died before completing it) gets its markers written
 and completes before the first request is served.
+
+**Crash safety of ending a transaction** (several files: the id's ``__transaction_state``
+partition, then each partition of the transaction), step by step, with what start-up does if
+the process dies right after the step:
+
+1. PrepareCommit/PrepareAbort is appended to ``__transaction_state`` (one batch: all or
+   nothing). Died before it: the id is still Ongoing; it is aborted once its timeout passes
+   (or fenced by the producer's next InitProducerId). Died after it: restore finds Prepare*
+   and does steps 2-3.
+2. The marker is appended to each partition, one after the other. Died in between: restore
+   writes every marker again; a partition that already has its marker gets a second one,
+   which closes nothing (the producer has no open transaction there) and is harmless, as in
+   Kafka, whose coordinator resends markers the same way.
+3. CompleteCommit/CompleteAbort is appended. Died before it: as step 2.
 """
 
 from __future__ import annotations
@@ -224,8 +238,8 @@ class TxnService:
             await asyncio.sleep(interval_ms / 1000)
             try:
                 action()
-            except SeglogError as failure:  # logged; the next round tries again
-                LOG.error("transaction coordinator timer failed: %s", failure)
+            except Exception:  # logged; the timer keeps running, as Kafka's scheduler does
+                LOG.exception("transaction coordinator timer failed")
 
     # -- effects ----------------------------------------------------------------------------------
 
