@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from seglog.broker.txns import views
 from seglog.broker.txns.metadata import (
     NO_PRODUCER_EPOCH,
     IllegalTransitionError,
@@ -36,12 +37,10 @@ from seglog.broker.txns.metadata import (
     TxnTransit,
     epoch_exhausted,
     expirable,
-    state_named,
 )
 from seglog.broker.txns.model import (
     Completion,
     InitResult,
-    ListedTxn,
     Pending,
     PersistTxn,
     RemoveTxnIds,
@@ -449,23 +448,10 @@ class TransactionCoordinator:
     # -- DescribeTransactions / ListTransactions ------------------------------------------------
 
     def describe(self, transactional_id: str) -> TxnDescription:
+        """DescribeTransactions for one id."""
         if not self.loaded:
             return TxnDescription(transactional_id, E.COORDINATOR_LOAD_IN_PROGRESS)
-        if not transactional_id:
-            return TxnDescription(transactional_id, E.INVALID_REQUEST)
-        metadata = self._txns.get(transactional_id)
-        if metadata is None or metadata.state is S.DEAD or metadata.pending is S.DEAD:
-            return TxnDescription(transactional_id, E.TRANSACTIONAL_ID_NOT_FOUND)
-        return TxnDescription(
-            transactional_id,
-            E.NONE,
-            state=metadata.state.kafka_name,
-            timeout_ms=metadata.timeout_ms,
-            start_ms=metadata.start_ms,
-            producer_id=metadata.producer_id,
-            producer_epoch=metadata.producer_epoch,
-            partitions=tuple(sorted(metadata.partitions)),
-        )
+        return views.describe(self._txns, transactional_id)
 
     def list_transactions(
         self,
@@ -477,19 +463,9 @@ class TransactionCoordinator:
         """ListTransactions: filters by state name, producer id and (v1) minimum age."""
         if not self.loaded:
             return TxnListing(E.COORDINATOR_LOAD_IN_PROGRESS)
-        names = list(state_filters)
-        states = {s for s in (state_named(n) for n in names) if s is not None}
-        unknown = tuple(n for n in names if state_named(n) is None)
-        ids = set(producer_id_filters)
-        listed = [
-            ListedTxn(transactional_id, metadata.producer_id, metadata.state.kafka_name)
-            for transactional_id, metadata in self._txns.items()
-            if metadata.state is not S.DEAD
-            and (not ids or metadata.producer_id in ids)
-            and (not names or metadata.state in states)
-            and not (duration_filter_ms >= 0 and now_ms - metadata.start_ms <= duration_filter_ms)
-        ]
-        return TxnListing(E.NONE, unknown, tuple(listed))
+        return views.list_transactions(
+            self._txns.values(), state_filters, producer_id_filters, duration_filter_ms, now_ms
+        )
 
     # -- internals ----------------------------------------------------------------------------
 
