@@ -198,3 +198,21 @@ def test_a_copy_of_a_brokers_directory_takes_writes(tmp_path: Path) -> None:
         assert store.remove(["default_"], now_ms=T0 + 1) == ["default_"]
     with open_manager(tmp_path, 50) as manager:
         assert TransactionStateStore.open(manager).entries() == {}
+
+
+def test_a_write_torn_by_a_crash_is_gone_whole_after_recovery(tmp_path: Path) -> None:
+    with open_manager(tmp_path, 1) as manager:
+        store = TransactionStateStore.open(manager)
+        store.write("t", ongoing(at=T0), now_ms=T0)
+        store.write("t", ongoing(epoch=1, at=T0 + 1), now_ms=T0 + 1)
+        segment = manager.get_log(TRANSACTION_STATE_TOPIC, 0).segments[-1].log_path
+    # the second batch lost its last 10 bytes (the process died mid-write); no clean shutdown
+    (tmp_path / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    data = segment.read_bytes()
+    segment.write_bytes(data[:-10])
+    with open_manager(tmp_path, 1) as manager:
+        store = TransactionStateStore.open(manager)
+        assert store.entries() == {"t": ongoing(at=T0)}
+        store.write("t", ongoing(epoch=2, at=T0 + 2), now_ms=T0 + 2)
+    with open_manager(tmp_path, 1) as manager:
+        assert TransactionStateStore.open(manager).entry("t") == ongoing(epoch=2, at=T0 + 2)

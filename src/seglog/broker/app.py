@@ -30,6 +30,8 @@ from seglog.broker.handlers import (
     produce,
     producer_ids,
     transactions,
+    txn_admin,
+    txn_offsets,
 )
 from seglog.broker.net.server import KafkaServer
 from seglog.broker.registry import ApiHandler
@@ -63,6 +65,8 @@ def all_handlers() -> list[ApiHandler]:
         *group_offsets.HANDLERS,
         *group_admin.HANDLERS,
         *transactions.HANDLERS,
+        *txn_admin.HANDLERS,
+        *txn_offsets.HANDLERS,
     ]
 
 
@@ -156,8 +160,6 @@ def marker_hook(state: BrokerState) -> Callable[[TopicPartition, int, bool], Non
     def after_marker(tp: TopicPartition, producer_id: int, commit: bool) -> None:
         state.appends.notify(tp)
         if tp.topic == OFFSETS_TOPIC:
-            complete = getattr(state.groups, "complete_transaction", None)
-            if complete is not None:
-                complete(tp.partition, producer_id, commit=commit)
+            state.groups.complete_transaction(tp.partition, producer_id, commit=commit)
 
     return after_marker

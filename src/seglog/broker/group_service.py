@@ -253,6 +253,25 @@ class GroupService:
                 len(result.offsets),
             )
 
+    def complete_transaction(
+        self, offsets_partition: int, producer_id: int, *, commit: bool
+    ) -> int:
+        """The transaction coordinator wrote ``producer_id``'s COMMIT (``commit``) or ABORT
+        marker to ``__consumer_offsets`` partition ``offsets_partition``: the offsets its
+        TxnOffsetCommits left pending there become committed, or are dropped. Call it only
+        after the marker's append returned (a reload then gives the same offsets). Returns how
+        many offsets became committed."""
+        applied = self.store.complete_transaction(offsets_partition, producer_id, commit=commit)
+        if applied:
+            LOG.debug(
+                "transaction of producer %d committed %d offset(s) in %s-%d",
+                producer_id,
+                applied,
+                "__consumer_offsets",
+                offsets_partition,
+            )
+        return applied
+
     def topic_deleted(self, topic: str) -> None:
         """Tombstones for every offset committed on a deleted topic (DeleteTopics' hook)."""
         try:

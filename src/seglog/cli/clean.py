@@ -13,8 +13,8 @@ log directory in ``cleaner-offset-checkpoint`` (the partition's *first dirty off
   filthiest first) is cleaned once, then retention runs on the compacted logs (the segments
   of ``compact,delete`` topics past ``retention.ms``/``retention.bytes``, and any segment
   below the log start offset). Per cleaned partition it prints Kafka's cleaner statistics;
-  per failed one the error. A partition that cannot be cleaned (transactional batches or
-  control records, legacy v0/v1 entries, corrupt data) is marked *uncleanable* (KIP-346)
+  per failed one the error. A partition that cannot be cleaned (legacy v0/v1 entries,
+  corrupt data; transactions are cleaned as Kafka cleans them) is marked *uncleanable* (KIP-346)
   and the pass goes on with the others. Exit status 1 when any partition failed.
 * ``seglog clean --dry-run [--topic T]``: per compacted partition what a pass would do: dirty
   ratio against ``min.cleanable.dirty.ratio``, the dirty range ``[first dirty, first

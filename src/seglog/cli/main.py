@@ -73,6 +73,11 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "list, describe, reset and delete consumer groups (like kafka-consumer-groups.sh)",
     ),
     (
+        "transactions",
+        "seglog.cli.transactions",
+        "list, describe, find hanging and abort transactions (like kafka-transactions.sh)",
+    ),
+    (
         "retention",
         "seglog.cli.retention",
         "delete old segments now (retention.ms, retention.bytes, log start offset)",

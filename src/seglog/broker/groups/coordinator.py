@@ -240,13 +240,17 @@ class GroupCoordinator:
         member_id: str,
         group_instance_id: str | None,
         now_ms: int,
+        *,
+        transactional: bool = False,
     ) -> ErrorCode:
         """Whether an OffsetCommit may be written (NONE), else the error for every partition.
 
         A "simple" commit (generation < 0, no member id, no instance id) is accepted only while
         the group has no members, and creates the group (Empty) when it does not exist. A member's
         commit restarts its session. Timers are not fired here: the caller keeps ``advance`` on
-        time.
+        time. ``transactional`` (TxnOffsetCommit, Kafka's rules): a simple commit is accepted
+        whatever the group's state (v0-2 carry no member), CompletingRebalance does not refuse
+        it, and no session is restarted.
         """
         group = self._groups.get(group_id)
         if group is None:
@@ -262,8 +266,10 @@ class GroupCoordinator:
                 return error
             if generation_id != group.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
-        elif not group.is_(GroupState.EMPTY):
+        elif not transactional and not group.is_(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
+        if transactional:
+            return ErrorCode.NONE
         if group.is_(GroupState.COMPLETING_REBALANCE):
             return ErrorCode.REBALANCE_IN_PROGRESS
         member = group.members.get(member_id)

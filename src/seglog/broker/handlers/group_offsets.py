@@ -11,8 +11,11 @@ timestamp (OffsetCommitValue v1), as Kafka 3.x writes it.
 
 OffsetFetch: v1-7 one group, v8+ a batch of groups; ``topics`` null (v2+) means every
 partition the group has committed; a partition without a commit answers offset -1, metadata
-``""``, leader epoch -1 and no error, as Kafka does. ``require_stable`` (v7+) needs nothing:
-offsets committed in transactions do not exist here.
+``""``, leader epoch -1 and no error, as Kafka does. ``require_stable`` (v7+, sent by
+``read_committed`` consumers): a partition with a transactional offset awaiting its
+transaction's marker (TxnOffsetCommit) answers UNSTABLE_OFFSET_COMMIT with offset -1, and the
+client asks again; without it the offset committed before the transaction is answered, as
+Kafka does. "Every partition" (null topics) lists the committed partitions only, as Kafka does.
 """
 
 from __future__ import annotations
@@ -121,18 +124,31 @@ async def offset_commit(
     return _commit_answer(request, errors)
 
 
+#: (partition, committed value or None, error code) of one partition of an OffsetFetch answer
+Fetched = tuple[int, OffsetCommitValue | None, ErrorCode]
+
+
 def _fetch_group(
-    state: BrokerState, group_id: str, wanted: list[tuple[str, list[int]]] | None
-) -> list[tuple[str, list[tuple[int, OffsetCommitValue | None]]]]:
-    committed = state.groups.store.committed(group_id)
+    state: BrokerState,
+    group_id: str,
+    wanted: list[tuple[str, list[int]]] | None,
+    require_stable: bool,
+) -> list[tuple[str, list[Fetched]]]:
+    store = state.groups.store
+    committed = store.committed(group_id)
+
+    def one(tp: TopicPartition) -> Fetched:
+        if require_stable and store.has_pending(group_id, tp):
+            return tp.partition, None, ErrorCode.UNSTABLE_OFFSET_COMMIT
+        return tp.partition, committed.get(tp), ErrorCode.NONE
+
     if wanted is None:
-        by_topic: dict[str, list[tuple[int, OffsetCommitValue | None]]] = {}
-        for tp, value in sorted(committed.items()):
-            by_topic.setdefault(tp.topic, []).append((tp.partition, value))
+        by_topic: dict[str, list[Fetched]] = {}
+        for tp in sorted(committed):
+            by_topic.setdefault(tp.topic, []).append(one(tp))
         return list(by_topic.items())
     return [
-        (topic, [(p, committed.get(TopicPartition(topic, p))) for p in partitions])
-        for topic, partitions in wanted
+        (topic, [one(TopicPartition(topic, p)) for p in partitions]) for topic, partitions in wanted
     ]
 
 
@@ -141,13 +157,14 @@ async def offset_fetch(
 ) -> OffsetFetchResponse:
     version = context.api_version
     available = state.groups.ensure_offsets_topic()
+    stable = version >= 7 and request.require_stable
     if version < 8:
         wanted = (
             None
             if request.topics is None
             else [(t.name, list(t.partition_indexes)) for t in request.topics]
         )
-        found = _fetch_group(state, request.group_id, wanted) if available else []
+        found = _fetch_group(state, request.group_id, wanted, stable) if available else []
         return OffsetFetchResponse(
             error_code=int(ErrorCode.NONE if available else ErrorCode.COORDINATOR_NOT_AVAILABLE),
             topics=[
@@ -159,8 +176,9 @@ async def offset_fetch(
                             committed_offset=NO_OFFSET if v is None else v.offset,
                             committed_leader_epoch=-1 if v is None else v.leader_epoch,
                             metadata="" if v is None else v.metadata,
+                            error_code=int(error),
                         )
-                        for p, v in partitions
+                        for p, v, error in partitions
                     ],
                 )
                 for topic, partitions in found
@@ -173,7 +191,7 @@ async def offset_fetch(
             if group.topics is None
             else [(t.name, list(t.partition_indexes)) for t in group.topics]
         )
-        found = _fetch_group(state, group.group_id, wanted) if available else []
+        found = _fetch_group(state, group.group_id, wanted, stable) if available else []
         groups.append(
             OffsetFetchResponseOffsetFetchResponseGroup(
                 group_id=group.group_id,
@@ -189,8 +207,9 @@ async def offset_fetch(
                                 committed_offset=NO_OFFSET if v is None else v.offset,
                                 committed_leader_epoch=-1 if v is None else v.leader_epoch,
                                 metadata="" if v is None else v.metadata,
+                                error_code=int(error),
                             )
-                            for p, v in partitions
+                            for p, v, error in partitions
                         ],
                     )
                     for topic, partitions in found
