@@ -9,6 +9,9 @@ once, in order; the second every record written, aborted ones included.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -183,3 +186,39 @@ def test_sigkill_mid_transaction_then_restart(txn_server: ServeProcess) -> None:
         time.sleep(0.1)
     assert _committed(bootstrap, 1) == []
     assert _everything(bootstrap, 1) == _values("orphan", 3)
+
+
+def test_seglog_transactions_online_lists_and_describes_an_open_transaction(
+    txn_server: ServeProcess,
+) -> None:
+    """``seglog transactions --bootstrap-server`` asks this coordinator (ListTransactions,
+    DescribeTransactions) while a transaction is open, and again once it committed."""
+    bootstrap = txn_server.bootstrap
+    producer = _producer(bootstrap, "txn-online")
+    producer.init_transactions(TIMEOUT_S)
+    producer.begin_transaction()
+    _send(producer, 1, _values("online", 2))
+    producer.flush(TIMEOUT_S)
+
+    def seglog_transactions(*args: str) -> list[list[str]]:
+        src = os.path.join(os.path.dirname(__file__), "..", "..", "src")
+        env = dict(os.environ, PYTHONPATH=os.path.abspath(src))
+        command = [sys.executable, "-m", "seglog.cli", "transactions", "--bootstrap-server"]
+        done = subprocess.run(
+            [*command, bootstrap, *args],
+            check=False,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        return [line.split() for line in done.stdout.splitlines()[1:] if line.strip()]
+
+    [listed] = seglog_transactions("--list")
+    assert (listed[0], listed[3]) == ("txn-online", "Ongoing")
+    [described] = seglog_transactions("--describe", "--transactional-id", "txn-online")
+    assert (described[1], described[4], described[-1]) == ("txn-online", "Ongoing", "out-1")
+    producer.commit_transaction(TIMEOUT_S)
+    [described] = seglog_transactions("--describe", "--transactional-id", "txn-online")
+    assert described[4] == "CompleteCommit"
