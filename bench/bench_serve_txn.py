@@ -34,6 +34,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -201,7 +202,7 @@ def print_table(result: dict[str, Any], repeat: int) -> None:
     print(f"\ntransactional / idempotent: **{result['ratio']:.2f}x** (goal {GOAL}: {verdict})")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--txn-records", type=int, default=1000)
@@ -210,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--linger-ms", type=int, default=5, help="both producers (librdkafka: 5)")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5 000 records, 2 rounds")
     parser.add_argument("--workdir", type=Path, default=None)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(None if argv is None else list(argv))
     if args.quick:
         args.records, args.repeat = 5000, 2
     work = Path(tempfile.mkdtemp(prefix="bench-serve-txn-", dir=args.workdir))

@@ -34,6 +34,7 @@ from bench import (
     bench_serve_fetch,
     bench_serve_latency,
     bench_serve_produce,
+    bench_serve_txn,
     bench_spark_compaction,
     bench_spark_source,
     bench_storage,
@@ -59,6 +60,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "serve_produce": bench_serve_produce.main,
     "serve_fetch": bench_serve_fetch.main,
     "serve_latency": bench_serve_latency.main,
+    "serve_txn": bench_serve_txn.main,
 }
 
 
