@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from seglog.broker.server_config import ServerConfig
 from seglog.broker.txns.metadata import (
     IllegalTransitionError,
     TransactionMetadata,
@@ -54,6 +55,8 @@ def test_config_defaults_bounds_and_properties() -> None:
     assert not config.valid_timeout(0)
     read = TransactionConfig.from_properties({"transaction.max.timeout.ms": "5000"})
     assert read.max_timeout_ms == 5000
+    served = ServerConfig.from_properties({"transactional.id.expiration.ms": "60000"})
+    assert served.transactions.transactional_id_expiration_ms == 60_000
     with pytest.raises(InvalidConfigError, match=r"transactional\.id\.expiration\.ms"):
         TransactionConfig.from_properties({"transactional.id.expiration.ms": "0"})
     with pytest.raises(InvalidConfigError, match="must be an integer"):
