@@ -1,90 +1,72 @@
-"""Transactional against idempotent produce through ``seglog serve``, with confluent-kafka.
+"""Transactional produce vs idempotent produce of the same records, through ``seglog serve``.
 
-Two contenders send the same N records (16-byte keys, values from
-:func:`bench.common.generate_records`) to a one-partition topic of one ``seglog serve``
-subprocess on loopback, interleaved round-robin (a different one first each round), after an
-untimed warm-up round of each:
+Two contenders, interleaved round-robin (a different one first each round) after one untimed
+warm-up round of each, both confluent-kafka (librdkafka) producers with ``acks=all``,
+``linger.ms`` (``--linger-ms``, librdkafka's default 5) and ``enable.idempotence=true``
+sending the same N records (16-byte keys, JSON-looking values from
+:func:`bench.common.generate_records`), each sample to its own pre-created one-partition topic
+of one ``seglog serve`` subprocess on loopback:
 
-* **idempotent**: ``enable.idempotence=true`` (so ``acks=all``), ``linger.ms=5``: every record
-  produced, then ``flush()``;
-* **transactional**: the same settings plus a ``transactional.id``; the records go in
-  transactions of ``--txn-records`` (1 000) records: ``begin_transaction()``, the records,
-  ``commit_transaction()`` (which flushes, then EndTxn: the coordinator writes PrepareCommit to
-  ``__transaction_state``, the COMMIT marker to the partition, then CompleteCommit).
+* **idempotent**: ``produce()`` every record, then ``flush()`` (one record to another topic
+  and its flush before the clock: the producer id is acquired, as ``init_transactions`` does
+  for the other);
+* **transactional**: ``transactional.id`` set; ``init_transactions()`` before the clock, then
+  per transaction of ``--txn-records`` records (1 000): ``begin_transaction()``, the
+  ``produce()`` calls, ``commit_transaction()`` (which flushes, then EndTxn: the
+  PrepareCommit and CompleteCommit records in ``__transaction_state`` and the COMMIT marker).
 
 Timed: from the first ``produce()`` to the end of the last ``flush()`` / ``commit_transaction()``.
-Each producer is created, connected and (transactional) initialised before the clock starts;
-each sample writes to its own pre-created topic. Every sample checks its topic's end offset
-afterwards (all records stored, plus one marker per transaction).
+After each sample the partition's end offset is checked through ListOffsets (idempotent: N;
+transactional: N plus one marker per transaction) and, for the transactional one, the
+``read_committed`` end (the last stable offset) equals it: every transaction committed.
 
-Reported: records/s and MB/s (key + value) median [min..max], and the **ratio transactional /
-idempotent** of median records/s. Goal: >= 0.7.
+Reported: records/s by wall clock, median [min..max]; the server's CPU seconds per sample;
+the **ratio transactional / idempotent** of median records/s. Goal: >= 0.7.
 
-Run: ``.venv/bin/python -m bench.bench_serve_txn [--records N] [--txn-records K] [--repeat R]
-[--quick] [--workdir DIR]``.
+Run: ``.venv/bin/python -m bench.bench_serve_txn [--records N] [--txn-records N] [--repeat R]
+[--linger-ms MS] [--quick] [--workdir DIR]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from statistics import median
 from typing import Any
 
+if __package__ in (None, ""):  # run as a script: python bench/bench_serve_txn.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from bench.common import generate_records, machine_info, write_results
-from bench.serve_common import ServeProcess, quiet_client
+from bench.serve_common import ServeProcess, median, open_manager, quiet_client
 
 GOAL = 0.7
+NO_RETENTION = {"retention.ms": "-1"}
+IDEMPOTENT = "idempotent"
+TRANSACTIONAL = "transactional"
 
 
-def _producer(address: str, transactional_id: str | None) -> Any:
+def _producer(address: str, transactional_id: str | None, linger_ms: int) -> Any:
     from confluent_kafka import Producer
 
     config: dict[str, Any] = {
         "bootstrap.servers": address,
+        "acks": "all",
+        "linger.ms": linger_ms,
         "enable.idempotence": True,
-        "linger.ms": 5,
     }
     if transactional_id is not None:
         config["transactional.id"] = transactional_id
-    producer = Producer(quiet_client(config))
-    if transactional_id is not None:
-        producer.init_transactions(30)
-    return producer
-
-
-def _create_topic(address: str, topic: str) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": address})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-
-
-def _end_offset(address: str, topic: str) -> int:
-    from confluent_kafka import Consumer
-
-    consumer = Consumer(
-        quiet_client({"bootstrap.servers": address, "group.id": "bench-txn-unused"})
-    )
-    try:
-        _, high = consumer.get_watermark_offsets(_tp(topic), timeout=30)
-        return int(high)
-    finally:
-        consumer.close()
-
-
-def _tp(topic: str) -> Any:
-    from confluent_kafka import TopicPartition
-
-    return TopicPartition(topic, 0)
+    return Producer(quiet_client(config))
 
 
 def _send(producer: Any, topic: str, keys: list[bytes], values: list[bytes]) -> None:
-    produce, poll = producer.produce, producer.poll
+    produce = producer.produce
+    poll = producer.poll
     for key, value in zip(keys, values, strict=True):
         while True:
             try:
@@ -94,73 +76,106 @@ def _send(producer: Any, topic: str, keys: list[bytes], values: list[bytes]) -> 
                 poll(0.001)
 
 
-def run_idempotent(address: str, topic: str, keys: list[bytes], values: list[bytes]) -> float:
-    producer = _producer(address, None)
-    producer.list_topics(topic, timeout=10)
+def idempotent(
+    address: str, topic: str, keys: list[bytes], values: list[bytes], linger_ms: int
+) -> float:
+    producer = _producer(address, None, linger_ms)
+    producer.list_topics(topic, timeout=10)  # connected, metadata known: outside the clock
+    producer.produce("warm", b"w", b"w", partition=0)  # its producer id too, as init_transactions
+    if producer.flush(30) != 0:
+        raise RuntimeError("the idempotent producer got no producer id")
     start = time.perf_counter()
     _send(producer, topic, keys, values)
     if producer.flush(60) != 0:
         raise RuntimeError(f"{topic}: records left unacknowledged")
-    elapsed = time.perf_counter() - start
-    if _end_offset(address, topic) != len(keys):
-        raise RuntimeError(f"{topic}: not every record was stored")
-    return elapsed
+    return time.perf_counter() - start
 
 
-def run_transactional(
-    address: str, topic: str, keys: list[bytes], values: list[bytes], per_txn: int
+def transactional(
+    address: str, topic: str, keys: list[bytes], values: list[bytes], per_txn: int, linger_ms: int
 ) -> float:
-    producer = _producer(address, f"bench-{topic}")
+    producer = _producer(address, f"bench-{topic}", linger_ms)
     producer.list_topics(topic, timeout=10)
-    transactions = 0
+    producer.init_transactions(30)
     start = time.perf_counter()
     for first in range(0, len(keys), per_txn):
         producer.begin_transaction()
         _send(producer, topic, keys[first : first + per_txn], values[first : first + per_txn])
         producer.commit_transaction(60)
-        transactions += 1
-    elapsed = time.perf_counter() - start
-    if _end_offset(address, topic) != len(keys) + transactions:
-        raise RuntimeError(f"{topic}: not every record and marker was stored")
-    return elapsed
+    return time.perf_counter() - start
 
 
-def run(work: Path, count: int, per_txn: int, repeat: int) -> dict[str, Any]:
-    records = generate_records(count, 100)
+def _ends(address: str, topic: str) -> tuple[int, int]:
+    """(high watermark, last stable offset) of the topic's partition 0, through the wire."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    ends = []
+    for isolation in ("read_uncommitted", "read_committed"):
+        consumer = Consumer(
+            quiet_client(
+                {"bootstrap.servers": address, "group.id": "bench", "isolation.level": isolation}
+            )
+        )
+        try:
+            _, high = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)
+        finally:
+            consumer.close()
+        ends.append(int(high))
+    return ends[0], ends[1]
+
+
+def run(
+    work: Path, count: int, per_txn: int, value_bytes: int, repeat: int, linger_ms: int
+) -> dict[str, Any]:
+    records = generate_records(count, value_bytes)
     keys = [key for _, key, _ in records]
     values = [value for _, _, value in records]
-    payload = sum(len(k) + len(v) for k, v in zip(keys, values, strict=True))
-    wall: dict[str, list[float]] = {"idempotent": [], "transactional": []}
-    with ServeProcess(work / "data", log_path=work / "serve.log") as server:
-        address = server.address
-        topic_number = 0
+    del records
+    transactions = -(-count // per_txn)
+    server_dir = work / "serve"
+    manager = open_manager(server_dir)
+    manager.create_topic("warm", 1, NO_RETENTION)
+    for name in (IDEMPOTENT, TRANSACTIONAL):
+        for i in range(repeat + 1):
+            manager.create_topic(f"{name}-{i}", 1, NO_RETENTION)
+    manager.close()
+    wall: dict[str, list[float]] = {IDEMPOTENT: [], TRANSACTIONAL: []}
+    cpu: dict[str, list[float]] = {IDEMPOTENT: [], TRANSACTIONAL: []}
+    with ServeProcess(server_dir, log_path=work / "serve.log") as server:
 
-        def sample(name: str) -> float:
-            nonlocal topic_number
-            topic_number += 1
-            topic = f"{name}-{topic_number}"
-            _create_topic(address, topic)
-            if name == "idempotent":
-                return run_idempotent(address, topic, keys, values)
-            return run_transactional(address, topic, keys, values, per_txn)
+        def sample(name: str, index: int) -> float:
+            topic = f"{name}-{index}"
+            cpu0 = server.cpu_seconds()
+            if name == IDEMPOTENT:
+                elapsed = idempotent(server.address, topic, keys, values, linger_ms)
+                expected = (count, count)
+            else:
+                elapsed = transactional(server.address, topic, keys, values, per_txn, linger_ms)
+                expected = (count + transactions, count + transactions)
+            used = server.cpu_seconds() - cpu0
+            if _ends(server.address, topic) != expected:
+                raise AssertionError(f"{topic}: ends {_ends(server.address, topic)} != {expected}")
+            if index > 0:
+                cpu[name].append(used)
+            return elapsed
 
-        sample("idempotent")  # warm-up rounds, untimed
-        sample("transactional")
-        for round_index in range(repeat):
-            order = ["idempotent", "transactional"]
-            if round_index % 2:
-                order.reverse()
+        sample(IDEMPOTENT, 0)  # warm-up
+        sample(TRANSACTIONAL, 0)
+        names = [IDEMPOTENT, TRANSACTIONAL]
+        for round_index in range(1, repeat + 1):
+            order = names if round_index % 2 else names[::-1]
             for name in order:
-                wall[name].append(sample(name))
-    rates = {name: count / median(seconds) for name, seconds in wall.items()}
-    ratio = rates["transactional"] / rates["idempotent"]
+                wall[name].append(sample(name, round_index))
+    medians = {name: median(seconds) for name, seconds in wall.items()}
+    ratio = medians[IDEMPOTENT] / medians[TRANSACTIONAL]
     return {
         "records": count,
         "txn_records": per_txn,
-        "payload_bytes": payload,
+        "value_bytes": value_bytes,
+        "linger_ms": linger_ms,
         "wall_s": wall,
+        "server_cpu_s": cpu,
         "ratio": ratio,
-        "goal": GOAL,
         "goal_met": ratio >= GOAL,
     }
 
@@ -170,40 +185,44 @@ def _rate(count: float, seconds: list[float]) -> str:
     return f"{median(rates):,.0f} [{rates[0]:,.0f}..{rates[-1]:,.0f}]"
 
 
-def print_tables(result: dict[str, Any], repeat: int) -> None:
+def print_table(result: dict[str, Any], repeat: int) -> None:
     print(
-        f"## produce {result['records']:,} records of 100 B, transactions of "
-        f"{result['txn_records']:,}; {repeat} rounds, wall clock, median [min..max]\n"
+        f"## {result['records']:,} records of {result['value_bytes']} B, transactions of "
+        f"{result['txn_records']:,}, linger.ms={result['linger_ms']}, {repeat} rounds, "
+        "wall clock, median [min..max]\n"
     )
-    print("| contender | records/s | MB/s (key+value) |")
+    print("| contender | records/s | server cpu s/sample (median) |")
     print("|---|---|---|")
     for name, seconds in result["wall_s"].items():
         print(
             f"| {name} | {_rate(result['records'], seconds)} "
-            f"| {_rate(result['payload_bytes'] / 1e6, seconds)} |"
+            f"| {median(result['server_cpu_s'][name]):.2f} |"
         )
     verdict = "met" if result["goal_met"] else "missed"
-    print(f"\n## goal: transactional >= {GOAL}x idempotent: **{result['ratio']:.2f}x** ({verdict})")
+    print(f"\ntransactional / idempotent: **{result['ratio']:.2f}x** (goal {GOAL}: {verdict})")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--txn-records", type=int, default=1_000)
+    parser.add_argument("--txn-records", type=int, default=1000)
+    parser.add_argument("--value-bytes", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--linger-ms", type=int, default=5, help="both producers (librdkafka: 5)")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 5 000 records, 2 rounds")
     parser.add_argument("--workdir", type=Path, default=None)
-    args, _ = parser.parse_known_args(argv)
-    repeat = 1 if args.quick else max(1, args.repeat)
-    count = 5_000 if args.quick else args.records
-    work = Path(tempfile.mkdtemp(prefix="seglog-bench-serve-txn-", dir=args.workdir))
+    args = parser.parse_args(None if argv is None else list(argv))
+    if args.quick:
+        args.records, args.repeat = 5000, 2
+    work = Path(tempfile.mkdtemp(prefix="bench-serve-txn-", dir=args.workdir))
     try:
-        result = run(work, count, args.txn_records, repeat)
+        result = run(
+            work, args.records, args.txn_records, args.value_bytes, args.repeat, args.linger_ms
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print_tables(result, repeat)
-    path = write_results("serve_txn", {"result": result, "machine": machine_info()})
-    print(f"\nresults: {path}")
+    print_table(result, args.repeat)
+    write_results("serve_txn", {"machine": machine_info(), "result": result})
     return 0
 
 

@@ -35,6 +35,7 @@ from bench import (
     bench_serve_latency,
     bench_serve_produce,
     bench_serve_security,
+    bench_serve_txn,
     bench_spark_compaction,
     bench_spark_source,
     bench_storage,
@@ -61,6 +62,7 @@ BENCHMARKS: dict[str, Callable[[Sequence[str] | None], int]] = {
     "serve_fetch": bench_serve_fetch.main,
     "serve_latency": bench_serve_latency.main,
     "serve_security": bench_serve_security.main,
+    "serve_txn": bench_serve_txn.main,
 }
 
 

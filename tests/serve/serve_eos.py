@@ -82,7 +82,7 @@ def group_offsets(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        answer = admin.list_consumer_group_offsets(group)
+        answer = admin.list_group_offsets(group).get(group, {})  # kafka-python 3's name
         return {(tp.topic, tp.partition): meta.offset for tp, meta in answer.items()}
     finally:
         admin.close()
@@ -155,6 +155,7 @@ class TransformLoop:
                 positions, self.consumer.consumer_group_metadata(), TIMEOUT_S
             )
             if abort_every and number % abort_every == 0:
+                self.producer.flush(TIMEOUT_S)  # sent: abort_transaction purges unsent records
                 self.producer.abort_transaction(TIMEOUT_S)
                 self.aborted_transactions += 1
                 self._rewind()

@@ -19,7 +19,7 @@ from serve_wire import WireClient, build_batch, idempotent_batch, metadata_reque
 
 INVALID_RECORD = 87
 MESSAGE_TOO_LARGE = 10
-INVALID_TXN_STATE = 48
+INVALID_PRODUCER_ID_MAPPING = 49
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 TS = 1_700_000_000_000
 
@@ -130,14 +130,15 @@ def test_a_resent_idempotent_batch_is_answered_with_its_original_offset(
     ("transactional_id", "codes"),
     [
         (None, [TRANSACTIONAL_ID_AUTHORIZATION_FAILED] * 2),  # Kafka refuses the whole request
-        ("txn", [INVALID_TXN_STATE, 0]),  # the partition is in no transaction
+        # no InitProducerId made this producer id the id's: Kafka's verification answer
+        ("txn", [INVALID_PRODUCER_ID_MAPPING, 0]),
     ],
 )
-def test_transactional_batches_are_refused(
+def test_transactional_batches_outside_a_transaction_are_refused(
     serve: ServeProcess, transactional_id: str | None, codes: list[int]
 ) -> None:
-    """No transaction coordinator runs here, so a transaction could never end: a
-    transactional batch would pin the last stable offset and stall every read_committed
+    """A transactional batch the coordinator does not know would open a transaction no
+    marker ever closes: it would pin the last stable offset and stall every read_committed
     consumer (librdkafka's default) of the partition forever."""
     txn = build_batch(
         [b"k"], [b"in txn"], TS, producer_id=77, epoch=0, base_sequence=0, transactional=True

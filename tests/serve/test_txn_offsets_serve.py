@@ -1,17 +1,15 @@
 """TxnOffsetCommit against a real ``seglog serve`` process.
 
-A raw TxnOffsetCommit (the request confluent-kafka's ``send_offsets_to_transaction`` sends)
-leaves the offsets pending: OffsetFetch with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT,
-a ``read_uncommitted`` confluent-kafka consumer sees the offsets committed before. The
-transaction's marker is then written to the group's ``__consumer_offsets`` partition with the
-server stopped (the transaction coordinator will write it in process), and the restarted
-server gives the offsets of the committed transaction and not those of the aborted one, to
-confluent-kafka's ``read_committed`` consumer and to kafka-python.
+A raw TxnOffsetCommit (the request confluent-kafka's ``send_offsets_to_transaction`` sends,
+after InitProducerId and AddOffsetsToTxn, also raw) leaves the offsets pending: OffsetFetch
+with ``require_stable`` answers UNSTABLE_OFFSET_COMMIT, a ``read_uncommitted`` confluent-kafka
+consumer sees the offsets committed before. EndTxn then has the transaction coordinator write
+the marker to the group's ``__consumer_offsets`` partition, and the restarted server (the
+offsets reloaded from the files) gives the offsets of the committed transaction and not those
+of the aborted one, to confluent-kafka's ``read_committed`` consumer and to kafka-python.
 """
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
@@ -19,11 +17,14 @@ from kafka import KafkaConsumer
 from kafka.structs import TopicPartition as KafkaTopicPartition
 from serve_harness import ServeFactory
 
-from seglog.broker.groups.offsets_store import OFFSETS_TOPIC, OffsetsStore
 from seglog.engine.log_manager import open_log_dirs
 from seglog.protocol.error_codes import ErrorCode
 from seglog.protocol.messages import (
+    AddOffsetsToTxnRequest,
     ApiVersionsRequest,
+    EndTxnRequest,
+    FindCoordinatorRequest,
+    InitProducerIdRequest,
     OffsetFetchRequest,
     OffsetFetchRequestOffsetFetchRequestGroup,
     OffsetFetchRequestOffsetFetchRequestTopics,
@@ -33,16 +34,48 @@ from seglog.protocol.messages import (
 )
 from serve_wire import WireClient
 
-GROUP, PID, EPOCH = "eos-app", 9001, 0
+GROUP, TXN_ID = "eos-app", "eos-app-tx"
 PROPERTIES = {"offsets.topic.num.partitions": "3"}
 
 
-def send_offsets(bootstrap: str, offsets: dict[int, int]) -> list[int]:
+def init_producer(bootstrap: str) -> tuple[int, int]:
+    """InitProducerId for the transactional id: (producer id, epoch)."""
+    with WireClient(bootstrap) as wire:
+        wire.call(10, 3, FindCoordinatorRequest(key=TXN_ID, key_type=1))
+        answer = wire.call(
+            22, 4, InitProducerIdRequest(transactional_id=TXN_ID, transaction_timeout_ms=60_000)
+        )
+    assert answer.error_code == 0
+    return answer.producer_id, answer.producer_epoch
+
+
+def add_offsets(bootstrap: str, producer: tuple[int, int]) -> int:
+    request = AddOffsetsToTxnRequest(
+        transactional_id=TXN_ID, producer_id=producer[0], producer_epoch=producer[1], group_id=GROUP
+    )
+    with WireClient(bootstrap) as wire:
+        code: int = wire.call(25, 3, request).error_code
+    return code
+
+
+def end_txn(bootstrap: str, producer: tuple[int, int], *, commit: bool) -> int:
+    request = EndTxnRequest(
+        transactional_id=TXN_ID,
+        producer_id=producer[0],
+        producer_epoch=producer[1],
+        committed=commit,
+    )
+    with WireClient(bootstrap) as wire:
+        code: int = wire.call(26, 3, request).error_code
+    return code
+
+
+def send_offsets(bootstrap: str, producer: tuple[int, int], offsets: dict[int, int]) -> list[int]:
     request = TxnOffsetCommitRequest(
-        transactional_id="eos-app-tx",
+        transactional_id=TXN_ID,
         group_id=GROUP,
-        producer_id=PID,
-        producer_epoch=EPOCH,
+        producer_id=producer[0],
+        producer_epoch=producer[1],
         topics=[
             TxnOffsetCommitRequestTxnOffsetCommitRequestTopic(
                 name="in",
@@ -101,15 +134,6 @@ def kafka_python_committed(bootstrap: str) -> list[int | None]:
         consumer.close()
 
 
-def write_marker(data_dir: Path, *, commit: bool) -> None:
-    """What the transaction coordinator does at EndTxn, done offline on the stopped server's
-    directory."""
-    with open_log_dirs([data_dir], overrides=PROPERTIES) as manager:
-        partition = OffsetsStore(manager).partition_for(GROUP)
-        log = manager.get_log(OFFSETS_TOPIC, partition)
-        log.append_marker(PID, EPOCH, commit=commit, coordinator_epoch=0)
-
-
 def test_transactional_offsets_are_pending_then_committed_or_aborted(
     serve_factory: ServeFactory,
 ) -> None:
@@ -123,21 +147,27 @@ def test_transactional_offsets_are_pending_then_committed_or_aborted(
         (0, 3)
     ]
 
-    assert send_offsets(server.bootstrap, {0: 10, 1: 20}) == [0, 0]
+    producer = init_producer(server.bootstrap)
+    assert send_offsets(server.bootstrap, producer, {0: 10}) == [
+        int(ErrorCode.INVALID_TXN_STATE)  # the group's partition is not in the transaction yet
+    ]
+    assert add_offsets(server.bootstrap, producer) == 0
+    assert send_offsets(server.bootstrap, producer, {0: 10, 1: 20}) == [0, 0]
     unstable = int(ErrorCode.UNSTABLE_OFFSET_COMMIT)
     assert fetch_stable(server.bootstrap) == [(0, -1, unstable), (1, -1, unstable)]
     assert confluent_committed(server.bootstrap, "read_uncommitted") == [-1001, -1001]
+    assert end_txn(server.bootstrap, producer, commit=True) == 0
     server.stop()
-    write_marker(server.data_dir, commit=True)
 
     server.start()
     assert fetch_stable(server.bootstrap) == [(0, 10, 0), (1, 20, 0)]
     assert confluent_committed(server.bootstrap, "read_committed") == [10, 20]
-    assert send_offsets(server.bootstrap, {0: 15}) == [0]  # the next transaction
+    assert add_offsets(server.bootstrap, producer) == 0  # the next transaction
+    assert send_offsets(server.bootstrap, producer, {0: 15}) == [0]
     assert fetch_stable(server.bootstrap) == [(0, -1, unstable), (1, 20, 0)]
     assert confluent_committed(server.bootstrap, "read_uncommitted") == [10, 20]
+    assert end_txn(server.bootstrap, producer, commit=False) == 0
     server.stop()
-    write_marker(server.data_dir, commit=False)
 
     server.start()
     assert fetch_stable(server.bootstrap) == [(0, 10, 0), (1, 20, 0)]

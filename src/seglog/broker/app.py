@@ -33,6 +33,7 @@ from seglog.broker.handlers import (
     produce,
     producer_ids,
     sasl,
+    transactions,
     txn_admin,
     txn_offsets,
 )
@@ -42,6 +43,11 @@ from seglog.broker.security.authenticator import SaslServer
 from seglog.broker.security.credential_store import CredentialStore
 from seglog.broker.server_config import ALLOW_INSECURE_KEY, Listener, ServerConfig
 from seglog.broker.state import BrokerState
+from seglog.broker.txn_service import TxnService
+from seglog.broker.txns.coordinator import TransactionCoordinator
+from seglog.broker.txns.state_store import TRANSACTION_STATE_TOPIC, TransactionStateStore
+from seglog.errors import SeglogError
+from seglog.format.topic_names import TopicPartition
 
 if TYPE_CHECKING:
     from seglog.engine.log_manager import LogManager
@@ -64,6 +70,7 @@ def all_handlers() -> list[ApiHandler]:
         *group_membership.HANDLERS,
         *group_offsets.HANDLERS,
         *group_admin.HANDLERS,
+        *transactions.HANDLERS,
         *txn_admin.HANDLERS,
         *txn_offsets.HANDLERS,
         *sasl.HANDLERS,
@@ -87,12 +94,19 @@ async def run_server(
     """Serve ``manager``'s logs until ``stop`` is set; see the module docstring."""
     groups = open_groups(manager, config)
     state = BrokerState(manager, config, cluster_id=cluster_id_of(manager), groups=groups)
+    txns = open_txns(manager, config)
+    state.txns = txns
+    txns.on_marker.append(marker_hook(state))
     state.create_internal_topic = lambda name: (
-        name == OFFSETS_TOPIC and groups.ensure_offsets_topic()
+        (name == OFFSETS_TOPIC and groups.ensure_offsets_topic())
+        or (name == TRANSACTION_STATE_TOPIC and txns.ensure_topic())
     )
     state.on_topic_deleted.append(groups.topic_deleted)
     state.sasl = SaslServer(config.sasl, CredentialStore(manager.first_directory))
     install_authorizer(state)
+    restored = txns.restore()
+    if restored:
+        LOG.info("restored %d transactional id(s) from %s", restored, TRANSACTION_STATE_TOPIC)
     dispatcher = Dispatcher(state, all_handlers())
     server = KafkaServer(dispatcher, config)
     bound = await server.start()
@@ -105,12 +119,14 @@ async def run_server(
             ALLOW_INSECURE_KEY,
         )
     groups.start()
+    txns.start()
     on_ready(bound)
     try:
         await stop.wait()
     finally:
         state.appends.close()  # parked long polls answer now, not at their max_wait_ms
         await server.stop()
+        await txns.stop()
         await groups.stop()
         LOG.info(
             "served %d request(s) on %d connection(s)",
@@ -150,3 +166,35 @@ def open_groups(manager: LogManager, config: ServerConfig) -> GroupService:
     if restored:
         LOG.info("restored %d consumer group(s) from %s", restored, OFFSETS_TOPIC)
     return service
+
+
+def open_txns(manager: LogManager, config: ServerConfig) -> TxnService:
+    """The transaction coordinator over the loaded ``__transaction_state`` (not restored yet:
+    :meth:`TxnService.restore` completes prepared transactions, so it runs once the markers'
+    hooks are wired)."""
+
+    def new_producer_id() -> int | None:
+        try:
+            return manager.producer_ids.next_producer_id()
+        except SeglogError as error:
+            LOG.error("InitProducerId: cannot reserve producer ids: %s", error)
+            return None
+
+    return TxnService(
+        TransactionCoordinator(config.transactions, new_producer_id=new_producer_id),
+        TransactionStateStore.open(manager),
+        manager,
+        now_ms=manager.clock.now_ms,
+    )
+
+
+def marker_hook(state: BrokerState) -> Callable[[TopicPartition, int, bool], None]:
+    """What follows each transaction marker: Fetch long polls wake, and on a
+    ``__consumer_offsets`` partition the transaction's offsets are applied or dropped."""
+
+    def after_marker(tp: TopicPartition, producer_id: int, commit: bool) -> None:
+        state.appends.notify(tp)
+        if tp.topic == OFFSETS_TOPIC:
+            state.groups.complete_transaction(tp.partition, producer_id, commit=commit)
+
+    return after_marker

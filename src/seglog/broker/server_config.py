@@ -18,10 +18,12 @@ auto.create.topics.enable              true                        Metadata crea
 delete.topic.enable                    true                        DeleteTopics allowed
 =====================================  ==========================  ==========================
 
-The consumer-group settings (``group.*``) are :class:`GroupConfig`'s; the authorizer's
-(``authorizer.class.name``, ``super.users``, ``allow.everyone.if.no.acl.found``) are
-:class:`AuthorizerSettings`'s; the ``offsets.*`` ones are
-storage settings (:class:`seglog.config.BrokerConfig`).
+The consumer-group settings (``group.*``) are :class:`GroupConfig`'s, the transaction
+coordinator's (``transaction.max.timeout.ms``, ``transactional.id.expiration.ms``, the two
+cleanup intervals) :class:`TransactionConfig`'s; the authorizer's (``authorizer.class.name``,
+``super.users``, ``allow.everyone.if.no.acl.found``) :class:`AuthorizerSettings`'s; the
+``offsets.*`` and ``transaction.state.log.*`` ones are storage settings
+(:class:`seglog.config.BrokerConfig`).
 
 **Listeners.** ``listeners`` holds ``NAME://host:port`` entries (names are case-insensitive
 and upper-cased, as Kafka's ``ListenerName.normalised``; each name once; two listeners never
@@ -59,6 +61,7 @@ from seglog.broker.groups.group_config import GroupConfig
 from seglog.broker.security.sasl_config import SaslConfig
 from seglog.broker.security.tls import TlsSettings
 from seglog.broker.session import SECURITY_PROTOCOLS
+from seglog.broker.txns.txn_config import TransactionConfig
 from seglog.errors import InvalidConfigError
 
 INT32_MAX = 2**31 - 1
@@ -258,6 +261,7 @@ class ServerConfig:
     groups: GroupConfig = field(default_factory=GroupConfig)
     sasl: SaslConfig = field(default_factory=SaslConfig)
     authorizer: AuthorizerSettings = field(default_factory=AuthorizerSettings)
+    transactions: TransactionConfig = field(default_factory=TransactionConfig)
 
     @classmethod
     def from_properties(
@@ -300,5 +304,6 @@ class ServerConfig:
                 props, [x.name for x in listeners if x.security_protocol.startswith("SASL_")]
             ),
             authorizer=AuthorizerSettings.from_properties(props),
+            transactions=TransactionConfig.from_properties(props),
         )
         return config

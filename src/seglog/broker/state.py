@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from seglog.broker.acl.authorizer import AclAuthorizer
     from seglog.broker.group_service import GroupService
     from seglog.broker.security.authenticator import SaslServer
+    from seglog.broker.txn_service import TxnService
     from seglog.engine.log.partition_log import Log
     from seglog.engine.log_manager import LogManager
 
@@ -130,6 +131,8 @@ class BrokerState:
     ) -> None:
         self.manager = manager
         self.groups = groups
+        # The transaction coordinator (set by the server's wiring; None: transactions refused).
+        self.txns: TxnService | None = None
         self.config = config
         self.node_id = manager.broker.node_id
         self.cluster_id = cluster_id

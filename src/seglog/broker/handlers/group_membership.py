@@ -6,8 +6,8 @@ turns wire messages into its inputs and its results into responses:
 
 * FindCoordinator: this node for every group (v4+ batches keys in ``coordinator_keys``);
   ``__consumer_offsets`` is created on first use, with its own settings. A transaction
-  coordinator (``key_type`` 1) is COORDINATOR_NOT_AVAILABLE: transactions over the wire are
-  not served.
+  coordinator (``key_type`` 1) is this node too (DESCRIBE on the transactional id needed, else
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED); ``__transaction_state`` is created on first use.
 * JoinGroup v0 has no rebalance timeout: the session timeout stands in, as in Kafka. From v4 a
   join without a member id gets MEMBER_ID_REQUIRED and the id to rejoin with.
 * LeaveGroup before v3 names one member; from v3 a batch with an answer per member.
@@ -45,16 +45,24 @@ TRANSACTION_KEY_TYPE = 1
 
 
 def _coordinator_error(state: BrokerState, key_type: int) -> ErrorCode:
+    """Whether this node can coordinate keys of ``key_type`` now (creating the coordinator's
+    internal topic on first use)."""
+    if key_type == TRANSACTION_KEY_TYPE:
+        if state.txns is None or not state.txns.ensure_topic():
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.NONE
     if key_type != GROUP_KEY_TYPE:
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.INVALID_REQUEST
     if not state.groups.ensure_offsets_topic():
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     return ErrorCode.NONE
 
 
-def _why_not(key_type: int) -> str:
-    if key_type != GROUP_KEY_TYPE:
-        return "no transaction coordinator here (transactions over the wire are not served)"
+def _why_not(key_type: int, error: ErrorCode) -> str:
+    if error is ErrorCode.INVALID_REQUEST:
+        return f"unknown coordinator key type {key_type}"
+    if key_type == TRANSACTION_KEY_TYPE:
+        return "__transaction_state cannot be created here (see the server's log)"
     return "__consumer_offsets cannot be created here (see the server's log)"
 
 
@@ -104,7 +112,7 @@ async def find_coordinator(
                     host=endpoint.host if found else "",
                     port=endpoint.port if found else -1,
                     error_code=int(error),
-                    error_message=None if found else _why_not(key_type),
+                    error_message=None if found else _why_not(key_type, error),
                 )
             )
         return FindCoordinatorResponse(coordinators=coordinators)

@@ -23,17 +23,21 @@ the disk refused the write               KAFKA_STORAGE_ERROR (56)
 a transactional batch, no transactional  TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
 id in the request (or one the principal  every partition of the request (Kafka's answer)
 may not WRITE)
-a transactional batch of a transactional INVALID_TXN_STATE (48)
-id
+no WRITE on the request's transactional  TRANSACTIONAL_ID_AUTHORIZATION_FAILED (53),
+id                                       every partition of the request
+a transactional batch the transaction    INVALID_TXN_STATE (48): partition not added;
+coordinator does not verify              INVALID_PRODUCER_EPOCH (47): producer fenced;
+                                         INVALID_PRODUCER_ID_MAPPING (49): unknown producer;
+                                         NOT_ENOUGH_REPLICAS (19): the transaction is ending
+                                         (retriable, Kafka's translation for old clients)
 =======================================  =============================================
 
-Transactional batches are refused because this server runs no transaction coordinator
-(InitProducerId gives no transactional producer ids, EndTxn is not served): a transaction
-begun here could never end, so it would pin the partition's last stable offset and stall
-every ``read_committed`` consumer (librdkafka's default) of the partition for good. Without a
-``transactional_id`` Kafka refuses the whole request with
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED; with one, a partition never added to the transaction
-(AddPartitionsToTxn is not served) fails Kafka's transaction verification: INVALID_TXN_STATE.
+A transactional batch is verified with the transaction coordinator before it is appended
+(Kafka's transaction verification, KIP-890 part 1): its producer id and epoch must be the
+transactional id's current ones and the partition must have been added to the open
+transaction; so a zombie producer, or a batch sent after its transaction ended, never opens a
+transaction that no marker would ever close (which would pin the partition's last stable
+offset and stall ``read_committed`` consumers).
 
 A refused partition writes nothing (``Log.append`` is all or nothing) and does not affect the
 other partitions of the request. An idempotent producer's retry of a batch already written is
@@ -84,6 +88,8 @@ _MAGIC_POSITION = 16
 _PRODUCER_ID = struct.Struct(">q")
 _PRODUCER_ID_OFFSET = 43
 _ATTRIBUTES = struct.Struct(">h")
+_PRODUCER_EPOCH = struct.Struct(">h")
+_PRODUCER_EPOCH_OFFSET = 51
 
 _ERRORS: tuple[tuple[type[BaseException], ErrorCode], ...] = (
     (RecordTooLargeError, ErrorCode.MESSAGE_TOO_LARGE),
@@ -127,6 +133,45 @@ def has_transactional_batch(records: bytes | bytearray | memoryview) -> bool:
     return False
 
 
+def transactional_producer(records: bytes | bytearray | memoryview) -> tuple[int, int] | None:
+    """The producer id and epoch of the first transactional v2 batch of ``records`` with a
+    producer id, or None (headers only, as :func:`has_transactional_batch`)."""
+    view = memoryview(records)
+    position = 0
+    end = len(view)
+    while position + _PRODUCER_EPOCH_OFFSET + _PRODUCER_EPOCH.size <= end:
+        (length,) = _BATCH_LENGTH.unpack_from(view, position + 8)
+        if view[position + _MAGIC_POSITION] != MAGIC_V2 or length <= 0:
+            return None
+        (attributes,) = _ATTRIBUTES.unpack_from(view, position + ATTRIBUTES_OFFSET)
+        (producer_id,) = _PRODUCER_ID.unpack_from(view, position + _PRODUCER_ID_OFFSET)
+        if attributes & TRANSACTIONAL_FLAG_MASK and producer_id >= 0:
+            (epoch,) = _PRODUCER_EPOCH.unpack_from(view, position + _PRODUCER_EPOCH_OFFSET)
+            return producer_id, epoch
+        position += LOG_OVERHEAD + length
+    return None
+
+
+#: How a failed verification is answered to the producer (Kafka's translations).
+_VERIFY_ERRORS = {
+    ErrorCode.TRANSACTION_ABORTABLE: ErrorCode.INVALID_TXN_STATE,
+    ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+    ErrorCode.CONCURRENT_TRANSACTIONS: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.COORDINATOR_NOT_AVAILABLE: ErrorCode.NOT_ENOUGH_REPLICAS,
+    ErrorCode.NOT_COORDINATOR: ErrorCode.NOT_ENOUGH_REPLICAS,
+}
+
+
+def _verify(
+    state: BrokerState, transactional_id: str | None, producer: tuple[int, int], tp: TopicPartition
+) -> ErrorCode:
+    if state.txns is None or transactional_id is None:
+        return ErrorCode.INVALID_TXN_STATE
+    error = state.txns.verify(transactional_id, producer[0], producer[1], tp)
+    return _VERIFY_ERRORS.get(error, error)
+
+
 def _records_of(data: ProduceRequestPartitionProduceData) -> bytes | bytearray | memoryview | None:
     records = data.records
     return records if isinstance(records, (bytes, bytearray, memoryview)) else None
@@ -146,6 +191,7 @@ def _append_one(
     data: ProduceRequestPartitionProduceData,
     acks: int,
     authorized: bool,
+    transactional_id: str | None,
 ) -> ProduceResponsePartitionProduceResponse:
     index = data.index
     if acks not in (-1, 0, 1):
@@ -162,12 +208,16 @@ def _append_one(
     records = _records_of(data)
     if records is None:
         return _refused(index, ErrorCode.CORRUPT_MESSAGE, "no records in the produce request")
-    if has_transactional_batch(records):
-        return _refused(
-            index,
-            ErrorCode.INVALID_TXN_STATE,
-            "transactions are not supported: the partition is not part of a transaction",
-        )
+    producer = transactional_producer(records)
+    if producer is not None:
+        verified = _verify(state, transactional_id, producer, TopicPartition(topic, index))
+        if verified is not ErrorCode.NONE:
+            return _refused(
+                index,
+                verified,
+                f"transaction verification failed for producer {producer[0]} epoch "
+                f"{producer[1]} ({verified.name})",
+            )
     try:
         info = log.append(records)
     except SeglogError as error:
@@ -243,6 +293,19 @@ async def handle(
             _close_if_refused(refusal)
             return None
         return refusal
+    transactional_id = request.transactional_id
+    if transactional_id is not None and not state.authorize(
+        context, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        refusal = _refuse_all(
+            request,
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+            f"not authorized to write for transactional id {transactional_id}",
+        )
+        if request.acks == 0:
+            _close_if_refused(refusal)
+            return None
+        return refusal
     writable = state.authorized_names(
         context, Operation.WRITE, ResourceType.TOPIC, (t.name for t in request.topic_data)
     )
@@ -250,7 +313,9 @@ async def handle(
         ProduceResponseTopicProduceResponse(
             name=topic.name,
             partition_responses=[
-                _append_one(state, topic.name, data, request.acks, topic.name in writable)
+                _append_one(
+                    state, topic.name, data, request.acks, topic.name in writable, transactional_id
+                )
                 for data in topic.partition_data
             ],
         )

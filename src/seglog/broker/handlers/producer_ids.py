@@ -6,13 +6,16 @@ so does this server. Ids come from the log manager's :class:`ProducerIdManager`:
 durably before use, above every id already in the logs, so an id never repeats across restarts
 or collides with a copied broker's producers.
 
-A ``transactional_id`` needs the transaction coordinator, which this server does not run: the
-answer is COORDINATOR_NOT_AVAILABLE (the transaction APIs are not advertised either, so clients
-learn it before they get here).
+A ``transactional_id`` goes to the transaction coordinator (``state.txns``; WRITE on the id is
+required, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED): a new producer id at epoch 0, an epoch
+bump that fences older producers of the id, CONCURRENT_TRANSACTIONS while an open transaction
+of the id is being aborted (the client retries), INVALID_TRANSACTION_TIMEOUT for a
+``transaction_timeout_ms`` above ``transaction.max.timeout.ms``. A v3+ request naming only one
+of producer id and epoch is INVALID_REQUEST; PRODUCER_FENCED is answered
+INVALID_PRODUCER_EPOCH before v4, as Kafka does.
 
-Authorization comes first (Kafka's ``handleInitProducerIdRequest``): a transactional id needs
-WRITE on it (TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an idempotent producer IDEMPOTENT_WRITE on
-the cluster or WRITE on at least one topic (CLUSTER_AUTHORIZATION_FAILED).
+An idempotent producer (no transactional id) needs IDEMPOTENT_WRITE on the cluster or WRITE
+on at least one topic (CLUSTER_AUTHORIZATION_FAILED), as Kafka's ``handleInitProducerIdRequest``.
 """
 
 from __future__ import annotations
@@ -57,9 +60,7 @@ async def handle(
     if refusal is not None:
         return InitProducerIdResponse(error_code=int(refusal), producer_id=-1, producer_epoch=-1)
     if request.transactional_id is not None:
-        return InitProducerIdResponse(
-            error_code=int(ErrorCode.COORDINATOR_NOT_AVAILABLE), producer_id=-1, producer_epoch=-1
-        )
+        return await _transactional(state, context, request, request.transactional_id)
     try:
         producer_id = state.manager.producer_ids.next_producer_id()
     except SeglogError as error:
@@ -68,6 +69,43 @@ async def handle(
             error_code=int(ErrorCode.KAFKA_STORAGE_ERROR), producer_id=-1, producer_epoch=-1
         )
     return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)
+
+
+def _refused(error: ErrorCode) -> InitProducerIdResponse:
+    return InitProducerIdResponse(error_code=int(error), producer_id=-1, producer_epoch=-1)
+
+
+async def _transactional(
+    state: BrokerState,
+    context: RequestContext,
+    request: InitProducerIdRequest,
+    transactional_id: str,
+) -> InitProducerIdResponse:
+    service = state.txns
+    if service is None:
+        return _refused(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if not state.authorize(
+        context, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+    ):
+        return _refused(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    named = (request.producer_id, request.producer_epoch)
+    if named == (-1, -1):
+        expected = None
+    elif -1 in named:
+        return _refused(ErrorCode.INVALID_REQUEST)
+    else:
+        expected = named
+    result = await service.init_producer_id(
+        transactional_id, request.transaction_timeout_ms, expected
+    )
+    error = result.error
+    if error is ErrorCode.PRODUCER_FENCED and context.api_version < 4:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    if error is not ErrorCode.NONE:
+        return _refused(error)
+    return InitProducerIdResponse(
+        error_code=0, producer_id=result.producer_id, producer_epoch=result.producer_epoch
+    )
 
 
 HANDLERS = [ApiHandler(API_KEY, 0, 4, handle)]
