@@ -32,7 +32,7 @@ def test_serve_tour_runs(tmp_path: Path) -> None:
     if shutil.which("kcat") is None:
         pytest.fail("kcat is not installed: run `make install` (it installs Debian's kcat)")
     blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
-    (block,) = [b for b in blocks if " serve --listeners" in b]
+    (block,) = [b for b in blocks if "--data-dir served serve --listeners" in b]
     script = "set -euo pipefail\n" + block.replace("9092", str(_free_port()))
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ["PATH"]}
@@ -54,3 +54,28 @@ def test_serve_tour_runs(tmp_path: Path) -> None:
     assert describe, out
     # GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG ...: both records committed
     assert [row[:6] for row in describe] == [["tour", "quotes", "0", "2", "2", "0"]], describe
+
+
+def test_exactly_once_tour_runs(tmp_path: Path) -> None:
+    """The README's transactions block: the committed record is read, the aborted one not,
+    and ``seglog transactions --list`` shows the id's last transaction aborted."""
+    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
+    (block,) = [b for b in blocks if "--data-dir eos serve" in b]
+    script = "set -euo pipefail\n" + block.replace("9192", str(_free_port()))
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ["PATH"]}
+    done = subprocess.run(
+        ["bash", "-c", script],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "read b'committed'" in out, out
+    assert "b'aborted'" not in out, out
+    listing = [line.split() for line in out.splitlines() if line.startswith("orders-writer")]
+    assert listing and listing[0][-1] == "CompleteAbort", out
