@@ -3,8 +3,9 @@ or over SASL_SSL when given ``ca`` (the PEM file of the CA that signed the serve
 certificate): produce values to a topic and read them back, each with its own settings'
 spelling. The consumers read as a member of ``group`` when one is named (kcat's excepted).
 
-A refused login shows differently in each client: :func:`produce` returns the client's own
-evidence of the refusal (an error text) or None when the values were acknowledged.
+A refused login or produce (e.g. TOPIC_AUTHORIZATION_FAILED) shows differently in each client:
+each ``*_produce`` returns the client's own evidence of the refusal (an error text) or None when
+the values were acknowledged.
 """
 
 from __future__ import annotations
@@ -200,6 +201,8 @@ def kafka_python_produce(
     try:
         for value in values:
             producer.send(topic, value.encode()).get(timeout=CLIENT_TIMEOUT_S)
+    except KafkaError as error:  # e.g. TopicAuthorizationFailedError
+        return f"{type(error).__name__}: {error}"
     finally:
         producer.close()
     return None
@@ -262,6 +265,8 @@ def aiokafka_produce(
         try:
             for value in values:
                 await producer.send_and_wait(topic, value.encode())
+        except KafkaError as error:  # e.g. TopicAuthorizationFailedError
+            return f"{type(error).__name__}: {error}"
         finally:
             await producer.stop()
         return None
