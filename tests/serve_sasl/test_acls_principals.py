@@ -18,6 +18,7 @@ users ``alice`` and ``bob`` with ``seglog scram-credentials``; ACLs with ``seglo
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from sasl_clients import CLIENTS, clients_of
 from sasl_server import ADMIN_PASSWORD, ALICE_PASSWORD, add_user, sasl_ssl_properties
 from sasl_server import seglog as seglog_cli
 from tls_certs import ALICE_PRINCIPAL, Pki
-from tls_clients import librdkafka_ssl, read_over_ssl
+from tls_clients import kafka_response_over_tls, librdkafka_ssl, read_over_ssl
 from tls_server import TlsServe
 
 BOB_PASSWORD = "bob-secret"
@@ -138,6 +139,9 @@ def certificate_produce(server: TlsServe, pki: Pki, topic: str, value: bytes) ->
 
 
 def test_certificate_principal_gets_exactly_its_acls(server: TlsServe, pki: Pki, kcat: str) -> None:
+    # The SSL listener's override asks for a certificate: none, no connection.
+    with pytest.raises((ssl.SSLError, EOFError, ConnectionResetError)):
+        kafka_response_over_tls(server.bootstrap("SSL"), pki, None)
     assert certificate_produce(server, pki, "certs", b"from a certificate") is None
     records = read_over_ssl("kafka-python", kcat, server.bootstrap("SSL"), pki, "alice", "certs")
     assert [value for _, _, value in records] == [b"from a certificate"]
