@@ -1,11 +1,14 @@
-"""Produce and fetch with confluent-kafka over SSL against PLAINTEXT, on one server, in one run.
+"""Produce and fetch with confluent-kafka over SSL and SASL_SSL against PLAINTEXT, on one
+server, in one run.
 
-One ``seglog serve`` subprocess listens on ``PLAINTEXT://127.0.0.1:0`` and
-``SSL://127.0.0.1:0`` at once (same process, same data directory, same page cache), so the only
-difference between the contenders is the listener. The SSL listener reads a PEM keystore made
-for the run with ``cryptography`` (a CA and an EC P-256 server certificate for 127.0.0.1; the
-client trusts the CA and checks the host name); TLS 1.3 as OpenSSL negotiates it
-(``TLS_AES_256_GCM_SHA384``, with AES-NI where the CPU has it).
+One ``seglog serve`` subprocess listens on ``PLAINTEXT://127.0.0.1:0``, ``SSL://127.0.0.1:0``
+and ``SASL_SSL://127.0.0.1:0`` at once (same process, same data directory, same page cache), so
+the only difference between the contenders is the listener. The TLS listeners read a PEM
+keystore made for the run with ``cryptography`` (a CA and an EC P-256 server certificate for
+127.0.0.1; the client trusts the CA and checks the host name); TLS 1.3 as OpenSSL negotiates it
+(``TLS_AES_256_GCM_SHA384``, with AES-NI where the CPU has it). On SASL_SSL the client logs in
+with SCRAM-SHA-512 as a user added with ``seglog scram-credentials`` (4096 iterations, Kafka's
+minimum) before the start; each sample opens new connections, so its login is in the time.
 
 * **produce**: a confluent-kafka ``Producer`` (``acks=1``, ``linger.ms=5``, librdkafka's
   default batch sizes, no compression) writes ``--records`` records of ``--value-bytes`` bytes
@@ -17,10 +20,10 @@ client trusts the CA and checks the host name); TLS 1.3 as OpenSSL negotiates it
   the end; each value's length is summed and checked. Over PLAINTEXT the server sends the
   records with ``sendfile``; over SSL it reads them with ``pread`` and encrypts them in process.
 
-Contenders are interleaved round-robin (PLAINTEXT, SSL, PLAINTEXT, ...) after one untimed
-warm-up round; reported: MB/s of key + value bytes and records/s of the median wall time, the
-server's CPU seconds per sample (``/proc/<pid>/stat``) and the ratio **SSL / PLAINTEXT** (goal
->= 0.5).
+Contenders are interleaved round-robin (PLAINTEXT, SSL, SASL_SSL, PLAINTEXT, ...) after one
+untimed warm-up round; reported: MB/s of key + value bytes and records/s of the median wall
+time, the server's CPU seconds per sample (``/proc/<pid>/stat``) and each secured listener's
+throughput ratio to PLAINTEXT's (**SSL / PLAINTEXT**, **SASL_SSL / PLAINTEXT**; goal >= 0.5).
 
 Run: ``.venv/bin/python -m bench.bench_serve_security [--records 200000] [--value-bytes 1024]
 [--fetch-mb 256] [--repeat 5] [--quick]``.
@@ -48,6 +51,8 @@ from bench.common import machine_info, write_results
 from bench.serve_common import environment, median, quiet_client
 
 GOAL = 0.5
+LISTENERS = ("PLAINTEXT", "SSL", "SASL_SSL")
+SASL_USER, SASL_PASSWORD = "bench", "bench-secret"
 READY = "seglog serve: listening on "
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -99,16 +104,26 @@ def make_keystore(directory: Path) -> tuple[Path, Path]:
     return ca_path, keystore
 
 
-class TwoListenerServer:
-    """``seglog serve`` with a PLAINTEXT and an SSL listener on loopback."""
+class ListenerServer:
+    """``seglog serve`` with a PLAINTEXT, an SSL and a SASL_SSL listener on loopback, and the
+    SCRAM user :data:`SASL_USER` (added with the CLI before the start)."""
 
     def __init__(self, data_dir: Path, keystore: Path, log: IO[bytes]) -> None:
         config = data_dir.parent / "server.properties"
         config.write_text(
-            "listeners=PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0\n"
+            f"listeners={','.join(f'{name}://127.0.0.1:0' for name in LISTENERS)}\n"
             f"ssl.keystore.location={keystore}\n"
+            "sasl.enabled.mechanisms=SCRAM-SHA-512\n"
         )
         command = [sys.executable, "-m", "seglog.cli", "--data-dir", str(data_dir)]
+        scram = f"SCRAM-SHA-512=[iterations=4096,password={SASL_PASSWORD}]"
+        subprocess.run(
+            [*command, "scram-credentials", "--user", SASL_USER, "--add", scram],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=log,
+            env=environment(),
+        )
         command += ["--config", str(config), "serve", "--metrics-port", "0"]
         self.process = subprocess.Popen(
             [*command, "--log-level", "WARNING"],
@@ -119,7 +134,7 @@ class TwoListenerServer:
         )
         assert self.process.stdout is not None
         self.address: dict[str, str] = {}
-        for _ in range(2):
+        for _ in LISTENERS:
             line = self.process.stdout.readline().strip()
             if not line.startswith(READY):
                 self.process.kill()
@@ -139,10 +154,13 @@ class TwoListenerServer:
             raise RuntimeError(f"seglog serve exited with status {status}")
 
 
-def client_config(listener: str, server: TwoListenerServer, ca: Path) -> dict[str, Any]:
+def client_config(listener: str, server: ListenerServer, ca: Path) -> dict[str, Any]:
     config: dict[str, Any] = {"bootstrap.servers": server.address[listener]}
-    if listener == "SSL":
-        config |= {"security.protocol": "SSL", "ssl.ca.location": str(ca)}
+    if listener != "PLAINTEXT":
+        config |= {"security.protocol": listener, "ssl.ca.location": str(ca)}
+    if listener == "SASL_SSL":
+        config |= {"sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": SASL_USER}
+        config |= {"sasl.password": SASL_PASSWORD}
     return quiet_client(config)
 
 
@@ -207,9 +225,9 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     record_bytes = args.value_bytes + 16
     results: dict[str, Any] = {"samples": {}}
     with (workdir / "serve.stderr").open("ab") as log:
-        server = TwoListenerServer(workdir / "data", keystore, log)
+        server = ListenerServer(workdir / "data", keystore, log)
         try:
-            configs = {name: client_config(name, server, ca) for name in ("PLAINTEXT", "SSL")}
+            configs = {name: client_config(name, server, ca) for name in LISTENERS}
             produce(configs["PLAINTEXT"], "fetched", fetch_records, value)
             fetch(configs["PLAINTEXT"], "fetched", fetch_records, args.value_bytes)  # warm
             samples: dict[str, list[tuple[float, float]]] = {}
@@ -233,17 +251,17 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         f"{fetch_records} records ({args.fetch_mb} MiB) fetched per sample; "
         f"{args.repeat} interleaved rounds after a warm-up\n"
     )
-    print("| contender | MB/s | records/s | wall s (median) | server cpu s | SSL / PLAINTEXT |")
+    print("| contender | MB/s | records/s | wall s (median) | server cpu s | / PLAINTEXT |")
     print("|---|---:|---:|---:|---:|---:|")
     for kind, count in (("produce", args.records), ("fetch", fetch_records)):
         walls = {}
-        for listener in ("PLAINTEXT", "SSL"):
+        for listener in LISTENERS:
             values = samples[f"{kind} {listener}"]
             wall = median([w for w, _ in values])
             cpu = median([c for _, c in values])
             walls[listener] = wall
             ratio = ""
-            if listener == "SSL":
+            if listener != "PLAINTEXT":
                 ratio = f"**{walls['PLAINTEXT'] / wall:.2f}x**"
                 ratio += " met" if walls["PLAINTEXT"] / wall >= GOAL else " missed"
             print(
@@ -251,7 +269,11 @@ def run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 f"{count / wall:,.0f} | {wall:.2f} [{min(w for w, _ in values):.2f}.."
                 f"{max(w for w, _ in values):.2f}] | {cpu:.2f} | {ratio} |"
             )
-        results[kind] = {"wall_s": walls, "ratio": walls["PLAINTEXT"] / walls["SSL"]}
+        results[kind] = {
+            "wall_s": walls,
+            "ratio": walls["PLAINTEXT"] / walls["SSL"],  # SSL / PLAINTEXT, as before
+            "ratio_sasl_ssl": walls["PLAINTEXT"] / walls["SASL_SSL"],
+        }
     results["samples"] = samples
     return results
 

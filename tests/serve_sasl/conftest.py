@@ -1,15 +1,24 @@
 """Fixtures of the SASL integration tests: one ``seglog serve`` on a SASL_PLAINTEXT listener
 per module (PLAIN user ``admin`` from JAAS; SCRAM user ``alice`` added with the CLI before the
-start), and ``kcat``'s path."""
+start), certificates for the SASL_SSL tests, and ``kcat``'s path.
+
+The server harness, certificates and SSL client settings are those of ``tests/serve_security``
+(one harness for any listener set), put on the import path here.
+"""
 
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve_security"))
+
 from sasl_server import ALICE_PASSWORD, SETTINGS, SaslServe, add_user
+from tls_certs import Pki, make_pki
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -53,3 +62,9 @@ def kcat() -> str:
     if path is None:
         pytest.skip("kcat is not installed (Debian: apt-get install kcat)")
     return path
+
+
+@pytest.fixture(scope="session")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    """A CA, the server's keystore for 127.0.0.1 and client certificates (``alice``, ...)."""
+    return make_pki(tmp_path_factory.mktemp("pki"))

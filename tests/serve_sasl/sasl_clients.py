@@ -1,29 +1,34 @@
-"""The four peer clients (kcat, confluent-kafka, kafka-python, aiokafka) over SASL_PLAINTEXT:
-produce values to a topic and read them back, each with its own settings' spelling.
+"""The four peer clients (kcat, confluent-kafka, kafka-python, aiokafka) over SASL_PLAINTEXT,
+or over SASL_SSL when given ``ca`` (the PEM file of the CA that signed the server's
+certificate): produce values to a topic and read them back, each with its own settings'
+spelling. The consumers read as a member of ``group`` when one is named (kcat's excepted).
 
-A refused login shows differently in each client: :func:`produce` returns the client's own
-evidence of the refusal (an error text) or None when the values were acknowledged.
+A refused login or produce (e.g. TOPIC_AUTHORIZATION_FAILED) shows differently in each client:
+each ``*_produce`` returns the client's own evidence of the refusal (an error text) or None when
+the values were acknowledged.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import subprocess
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 
 CLIENT_TIMEOUT_S = 30.0
 
 
-def _kcat_flags(bootstrap: str, mechanism: str, user: str, password: str) -> list[str]:
-    return [
-        "-b", bootstrap,
-        "-X", "security.protocol=SASL_PLAINTEXT",
-        "-X", f"sasl.mechanisms={mechanism}",
-        "-X", f"sasl.username={user}",
-        "-X", f"sasl.password={password}",
-    ]  # fmt: skip
+def _kcat_flags(
+    bootstrap: str, mechanism: str, user: str, password: str, ca: Path | None
+) -> list[str]:
+    flags = ["-b", bootstrap]
+    for key, value in _confluent_config(bootstrap, mechanism, user, password, ca).items():
+        if key != "bootstrap.servers":
+            flags += ["-X", f"{key}={value}"]
+    return flags
 
 
 def kcat_produce(
@@ -34,9 +39,11 @@ def kcat_produce(
     password: str,
     topic: str,
     values: list[str],
+    *,
+    ca: Path | None = None,
 ) -> str | None:
     done = subprocess.run(
-        [kcat, "-P", "-t", topic, *_kcat_flags(bootstrap, mechanism, user, password)],
+        [kcat, "-P", "-t", topic, *_kcat_flags(bootstrap, mechanism, user, password, ca)],
         input="".join(f"{v}\n" for v in values),
         capture_output=True,
         text=True,
@@ -47,34 +54,56 @@ def kcat_produce(
 
 
 def kcat_consume(
-    kcat: str, bootstrap: str, mechanism: str, user: str, password: str, topic: str, count: int
+    kcat: str,
+    bootstrap: str,
+    mechanism: str,
+    user: str,
+    password: str,
+    topic: str,
+    count: int,
+    *,
+    ca: Path | None = None,
+    group: str | None = None,
 ) -> list[str]:
+    del group  # kcat -C reads without a group
     done = subprocess.run(
         [kcat, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-c", str(count),
-         "-f", "%s\n", *_kcat_flags(bootstrap, mechanism, user, password)],
+         "-f", "%s\n", *_kcat_flags(bootstrap, mechanism, user, password, ca)],
         capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return done.stdout.splitlines()
 
 
-def _confluent_config(bootstrap: str, mechanism: str, user: str, password: str) -> dict[str, str]:
-    return {
+def _confluent_config(
+    bootstrap: str, mechanism: str, user: str, password: str, ca: Path | None
+) -> dict[str, str]:
+    config = {
         "bootstrap.servers": bootstrap,
-        "security.protocol": "SASL_PLAINTEXT",
+        "security.protocol": "SASL_PLAINTEXT" if ca is None else "SASL_SSL",
         "sasl.mechanisms": mechanism,
         "sasl.username": user,
         "sasl.password": password,
     }
+    if ca is not None:
+        config["ssl.ca.location"] = str(ca)
+    return config
 
 
 def confluent_produce(
-    bootstrap: str, mechanism: str, user: str, password: str, topic: str, values: list[str]
+    bootstrap: str,
+    mechanism: str,
+    user: str,
+    password: str,
+    topic: str,
+    values: list[str],
+    *,
+    ca: Path | None = None,
 ) -> str | None:
     from confluent_kafka import KafkaError, Producer
 
     errors: list[KafkaError] = []
-    config: dict[str, object] = dict(_confluent_config(bootstrap, mechanism, user, password))
+    config: dict[str, object] = dict(_confluent_config(bootstrap, mechanism, user, password, ca))
     config["error_cb"] = errors.append
     config["message.timeout.ms"] = 8000
     producer = Producer(config)
@@ -93,12 +122,20 @@ def confluent_produce(
 
 
 def confluent_consume(
-    bootstrap: str, mechanism: str, user: str, password: str, topic: str, count: int
+    bootstrap: str,
+    mechanism: str,
+    user: str,
+    password: str,
+    topic: str,
+    count: int,
+    *,
+    ca: Path | None = None,
+    group: str | None = None,
 ) -> list[str]:
     from confluent_kafka import Consumer
 
-    config: dict[str, object] = dict(_confluent_config(bootstrap, mechanism, user, password))
-    config |= {"group.id": f"g-{uuid.uuid4().hex}", "auto.offset.reset": "earliest"}
+    config: dict[str, object] = dict(_confluent_config(bootstrap, mechanism, user, password, ca))
+    config |= {"group.id": group or f"g-{uuid.uuid4().hex}", "auto.offset.reset": "earliest"}
     consumer = Consumer(config)
     consumer.subscribe([topic])
     out: list[str] = []
@@ -113,17 +150,41 @@ def confluent_consume(
     return out
 
 
-def _kafka_python_config(mechanism: str, user: str, password: str) -> dict[str, object]:
-    return {
-        "security_protocol": "SASL_PLAINTEXT",
+def _kafka_python_config(
+    mechanism: str, user: str, password: str, ca: Path | None
+) -> dict[str, object]:
+    config: dict[str, object] = {
+        "security_protocol": "SASL_PLAINTEXT" if ca is None else "SASL_SSL",
         "sasl_mechanism": mechanism,
         "sasl_plain_username": user,
         "sasl_plain_password": password,
     }
+    if ca is not None:
+        config["ssl_cafile"] = str(ca)
+    return config
+
+
+def _aiokafka_config(
+    mechanism: str, user: str, password: str, ca: Path | None
+) -> dict[str, object]:
+    from aiokafka.helpers import create_ssl_context
+
+    config = _kafka_python_config(mechanism, user, password, ca)
+    if ca is not None:
+        del config["ssl_cafile"]
+        config["ssl_context"] = create_ssl_context(cafile=str(ca))
+    return config
 
 
 def kafka_python_produce(
-    bootstrap: str, mechanism: str, user: str, password: str, topic: str, values: list[str]
+    bootstrap: str,
+    mechanism: str,
+    user: str,
+    password: str,
+    topic: str,
+    values: list[str],
+    *,
+    ca: Path | None = None,
 ) -> str | None:
     from kafka import KafkaProducer
     from kafka.errors import KafkaError
@@ -133,20 +194,30 @@ def kafka_python_produce(
             bootstrap_servers=bootstrap,
             bootstrap_timeout_ms=5000,
             max_block_ms=10000,
-            **_kafka_python_config(mechanism, user, password),
+            **_kafka_python_config(mechanism, user, password, ca),
         )
     except KafkaError as error:
         return f"{type(error).__name__}: {error}"
     try:
         for value in values:
             producer.send(topic, value.encode()).get(timeout=CLIENT_TIMEOUT_S)
+    except KafkaError as error:  # e.g. TopicAuthorizationFailedError
+        return f"{type(error).__name__}: {error}"
     finally:
         producer.close()
     return None
 
 
 def kafka_python_consume(
-    bootstrap: str, mechanism: str, user: str, password: str, topic: str, count: int
+    bootstrap: str,
+    mechanism: str,
+    user: str,
+    password: str,
+    topic: str,
+    count: int,
+    *,
+    ca: Path | None = None,
+    group: str | None = None,
 ) -> list[str]:
     from kafka import KafkaConsumer
 
@@ -154,8 +225,9 @@ def kafka_python_consume(
         topic,
         bootstrap_servers=bootstrap,
         auto_offset_reset="earliest",
+        group_id=group,
         consumer_timeout_ms=int(CLIENT_TIMEOUT_S * 1000),
-        **_kafka_python_config(mechanism, user, password),
+        **_kafka_python_config(mechanism, user, password, ca),
     )
     out: list[str] = []
     try:
@@ -169,14 +241,21 @@ def kafka_python_consume(
 
 
 def aiokafka_produce(
-    bootstrap: str, mechanism: str, user: str, password: str, topic: str, values: list[str]
+    bootstrap: str,
+    mechanism: str,
+    user: str,
+    password: str,
+    topic: str,
+    values: list[str],
+    *,
+    ca: Path | None = None,
 ) -> str | None:
     from aiokafka import AIOKafkaProducer
     from aiokafka.errors import KafkaError
 
     async def run() -> str | None:
         producer = AIOKafkaProducer(
-            bootstrap_servers=bootstrap, **_kafka_python_config(mechanism, user, password)
+            bootstrap_servers=bootstrap, **_aiokafka_config(mechanism, user, password, ca)
         )
         try:
             await producer.start()
@@ -186,6 +265,8 @@ def aiokafka_produce(
         try:
             for value in values:
                 await producer.send_and_wait(topic, value.encode())
+        except KafkaError as error:  # e.g. TopicAuthorizationFailedError
+            return f"{type(error).__name__}: {error}"
         finally:
             await producer.stop()
         return None
@@ -194,7 +275,15 @@ def aiokafka_produce(
 
 
 def aiokafka_consume(
-    bootstrap: str, mechanism: str, user: str, password: str, topic: str, count: int
+    bootstrap: str,
+    mechanism: str,
+    user: str,
+    password: str,
+    topic: str,
+    count: int,
+    *,
+    ca: Path | None = None,
+    group: str | None = None,
 ) -> list[str]:
     from aiokafka import AIOKafkaConsumer
 
@@ -203,7 +292,8 @@ def aiokafka_consume(
             topic,
             bootstrap_servers=bootstrap,
             auto_offset_reset="earliest",
-            **_kafka_python_config(mechanism, user, password),
+            group_id=group,
+            **_aiokafka_config(mechanism, user, password, ca),
         )
         await consumer.start()
         out: list[str] = []
@@ -219,10 +309,20 @@ def aiokafka_consume(
     return asyncio.run(run())
 
 
-Produce = Callable[[str, str, str, str, str, list[str]], "str | None"]
-Consume = Callable[[str, str, str, str, str, int], list[str]]
+# (bootstrap, mechanism, user, password, topic, values, *, ca=None) -> refusal text or None
+Produce = Callable[..., "str | None"]
+# (bootstrap, mechanism, user, password, topic, count, *, ca=None, group=None) -> values
+Consume = Callable[..., list[str]]
 PYTHON_CLIENTS: dict[str, tuple[Produce, Consume]] = {
     "confluent-kafka": (confluent_produce, confluent_consume),
     "kafka-python": (kafka_python_produce, kafka_python_consume),
     "aiokafka": (aiokafka_produce, aiokafka_consume),
 }
+CLIENTS = ("kcat", *PYTHON_CLIENTS)
+
+
+def clients_of(kcat: str, name: str) -> tuple[Produce, Consume]:
+    """The produce and consume functions of client ``name`` (one of :data:`CLIENTS`)."""
+    if name == "kcat":
+        return functools.partial(kcat_produce, kcat), functools.partial(kcat_consume, kcat)
+    return PYTHON_CLIENTS[name]

@@ -1,23 +1,23 @@
-"""A real ``seglog serve`` process on a ``SASL_PLAINTEXT`` listener, and the clients' settings.
+"""A real ``seglog serve`` process on a SASL listener, and the clients' settings.
 
-:class:`SaslServe` adds SCRAM users with ``seglog scram-credentials`` (the CLI, before or while
-the server runs), starts ``seglog serve --listeners SASL_PLAINTEXT://127.0.0.1:0`` with the given
-``server.properties`` settings, waits for its ready line and stops it with SIGTERM (exit 0
-asserted). :func:`partition_dirs` lists the topic directories on disk, so a refused client is
-shown to have written nothing.
+:func:`add_user` adds SCRAM users with ``seglog scram-credentials`` (the CLI, before or while
+the server runs); :class:`SaslServe` starts ``seglog serve`` on one ``SASL_PLAINTEXT`` (or
+``SASL_SSL``) listener on loopback with the given ``server.properties`` settings, waits for its
+ready line and stops it with SIGTERM (exit 0 asserted). :func:`partition_dirs` lists the topic
+directories on disk, so a refused client is shown to have written nothing.
 """
 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
+from tls_certs import Pki
+from tls_server import TlsServe, tls_properties
+
 SRC = Path(__file__).resolve().parents[2] / "src"
-READY_PREFIX = "seglog serve: listening on SASL_PLAINTEXT://"
 TIMEOUT_S = 60.0
 
 ADMIN_PASSWORD = "admin-secret"
@@ -32,6 +32,16 @@ SETTINGS = {
     "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
 }
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def sasl_ssl_properties(pki: Pki, listeners: str = "SASL_SSL://127.0.0.1:0") -> dict[str, str]:
+    """:data:`SETTINGS` for a ``SASL_SSL`` listener (TLS from ``pki``'s ``server.pem``, no
+    client certificate asked; the JAAS PLAIN user ``admin`` under ``listener.name.sasl_ssl.``);
+    ``listeners`` may add others (e.g. an ``SSL`` one)."""
+    sasl = {k: v for k, v in SETTINGS.items() if not k.startswith("listener.name.")}
+    sasl["listener.name.sasl_ssl.plain.sasl.jaas.config"] = JAAS
+    sasl["connection.failed.authentication.delay.ms"] = "10"
+    return tls_properties(pki, listeners=listeners, **sasl)
 
 
 def _env() -> dict[str, str]:
@@ -71,39 +81,20 @@ def partition_dirs(data_dir: Path) -> set[str]:
 
 
 class SaslServe:
-    """One ``seglog serve`` subprocess with a SASL_PLAINTEXT listener."""
+    """One ``seglog serve`` subprocess with a single SASL listener (``SASL_PLAINTEXT`` on
+    loopback unless ``properties`` names ``listeners``): a one-listener view of
+    :class:`tls_server.TlsServe`, the harness that starts any listener set."""
 
     def __init__(self, data_dir: Path, properties: dict[str, str]) -> None:
+        listeners = properties.get("listeners", "SASL_PLAINTEXT://127.0.0.1:0")
+        assert "," not in listeners, "SaslServe serves one listener; use TlsServe for several"
+        self.server = TlsServe(data_dir, {"listeners": listeners, **properties})
         self.data_dir = data_dir
-        data_dir.mkdir(parents=True, exist_ok=True)
-        self.config_path = data_dir.parent / f"{data_dir.name}.properties"
-        self.config_path.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
-        self.stderr_path = data_dir.parent / f"{data_dir.name}.serve.stderr"
-        self.process: subprocess.Popen[str] | None = None
         self.bootstrap = ""
 
     def start(self) -> SaslServe:
-        command = [
-            sys.executable, "-m", "seglog.cli", "--data-dir", str(self.data_dir),
-            "--config", str(self.config_path), "serve",
-            "--listeners", "SASL_PLAINTEXT://127.0.0.1:0", "--metrics-port", "0",
-        ]  # fmt: skip
-        with self.stderr_path.open("a") as stderr:
-            self.process = subprocess.Popen(
-                command, stdout=subprocess.PIPE, stderr=stderr, text=True, env=_env()
-            )
-        assert self.process.stdout is not None
-        stdout = self.process.stdout
-        lines: list[str] = []
-        reader = threading.Thread(target=lambda: lines.append(stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(TIMEOUT_S)
-        line = lines[0] if lines else ""
-        if not line.startswith(READY_PREFIX):
-            self.process.kill()
-            self.process.wait()
-            raise AssertionError(f"no ready line ({line!r})\n{self.log()[-3000:]}")
-        self.bootstrap = line[len(READY_PREFIX) :].strip()
+        self.server.start()
+        (self.bootstrap,) = self.server.addresses.values()
         return self
 
     @property
@@ -112,27 +103,13 @@ class SaslServe:
         return host, int(port)
 
     def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self.server.alive()
 
     def log(self) -> str:
-        return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
+        return self.server.log()
 
     def stop(self) -> None:
-        process = self.process
-        if process is None:
-            return
-        self.process = None
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.communicate(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-            raise AssertionError(f"seglog serve ignored SIGTERM\n{self.log()[-3000:]}") from None
-        assert process.returncode == 0, f"exit {process.returncode}\n{self.log()[-3000:]}"
+        self.server.stop()
 
     def kill(self) -> None:
-        if self.process is not None:
-            self.process.kill()
-            self.process.wait()
-            self.process = None
+        self.server.kill()

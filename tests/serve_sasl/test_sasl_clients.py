@@ -9,20 +9,10 @@ with ``seglog scram-credentials`` while the server runs logs in without a restar
 
 from __future__ import annotations
 
-import functools
-
 import pytest
-from sasl_clients import PYTHON_CLIENTS, Produce, kcat_consume, kcat_produce
+from sasl_clients import CLIENTS, clients_of, kcat_consume, kcat_produce
 from sasl_server import ADMIN_PASSWORD, ALICE_PASSWORD, MECHANISMS, SaslServe, add_user
 from sasl_server import partition_dirs as on_disk
-
-CLIENTS = ("kcat", *PYTHON_CLIENTS)
-
-
-def clients_of(kcat: str, name: str) -> tuple[Produce, object]:
-    if name == "kcat":
-        return functools.partial(kcat_produce, kcat), functools.partial(kcat_consume, kcat)
-    return PYTHON_CLIENTS[name]
 
 
 def login_of(client: str, mechanism: str) -> tuple[str, str]:
@@ -41,7 +31,7 @@ def test_allowed_user_produces_and_consumes(
     topic = f"ok-{client}-{mechanism}".lower()
     values = [f"{client}-{mechanism}-{i}" for i in range(5)]
     assert produce(sasl_serve.bootstrap, mechanism, user, password, topic, values) is None
-    assert consume(sasl_serve.bootstrap, mechanism, user, password, topic, 5) == values  # type: ignore[operator]
+    assert consume(sasl_serve.bootstrap, mechanism, user, password, topic, 5) == values
     assert f"{topic}-0" in on_disk(sasl_serve.data_dir)
 
 

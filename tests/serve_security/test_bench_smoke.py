@@ -1,8 +1,8 @@
 """Smoke test of ``bench/bench_serve_security.py``: a ``--quick`` run finishes.
 
-Not a benchmark: it keeps the benchmark from rotting (two-listener server start, keystore,
-confluent-kafka over SSL and PLAINTEXT). The run checks its own answers (every delivery
-acknowledged, every value byte fetched back) and raises otherwise.
+Not a benchmark: it keeps the benchmark from rotting (three-listener server start, keystore,
+SCRAM user, confluent-kafka over PLAINTEXT, SSL and SASL_SSL). The run checks its own answers
+(every delivery acknowledged, every value byte fetched back) and raises otherwise.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from bench import bench_serve_security  # noqa: E402 (after the sys.path fix abo
 def test_quick_run(capsys: pytest.CaptureFixture[str]) -> None:
     assert bench_serve_security.main(["--quick", "--size-mb", "1"]) == 0
     table = capsys.readouterr().out
-    for row in ("produce, PLAINTEXT", "produce, SSL", "fetch, PLAINTEXT", "fetch, SSL"):
-        assert f"| {row} |" in table
-    assert table.count("SSL / PLAINTEXT") == 1
+    for kind in ("produce", "fetch"):
+        for listener in ("PLAINTEXT", "SSL", "SASL_SSL"):
+            assert f"| {kind}, {listener} |" in table
+    assert table.count("| / PLAINTEXT |") == 1

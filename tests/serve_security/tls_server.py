@@ -1,4 +1,5 @@
-"""A ``seglog serve`` process with several listeners, for the TLS tests.
+"""A ``seglog serve`` process with any set of listeners: the one server harness of the TLS,
+SASL (``tests/serve_sasl`` uses it too) and ACL-with-principals tests.
 
 :class:`TlsServe` writes the broker properties (``listeners`` included) to a file, starts
 ``python -m seglog.cli --data-dir D --config F serve --metrics-port 0`` and reads one ready line
@@ -98,10 +99,21 @@ class TlsServe:
         assert process.returncode == 0, f"exit status {process.returncode}\n{self.log_tail()}"
         assert rest == "", f"stdout after the ready lines: {rest!r}"
 
+    def kill(self) -> None:
+        """SIGKILL (for clean-up after a failure; :meth:`stop` is the normal end)."""
+        process, self.process = self.process, None
+        if process is not None:
+            process.kill()
+            process.communicate()
+
+    def log(self) -> str:
+        """The server's whole stderr so far."""
+        return self.stderr_path.read_text(errors="replace") if self.stderr_path.exists() else ""
+
     def log_tail(self, lines: int = 40) -> str:
         if not self.stderr_path.exists():
             return "(no server stderr)"
-        text = self.stderr_path.read_text(errors="replace").splitlines()
+        text = self.log().splitlines()
         return "server stderr (tail):\n" + "\n".join(text[-lines:])
 
 
