@@ -337,6 +337,12 @@ class CorruptAclFileError(CorruptCheckpointError):
     widen) access."""
 
 
+class BrokerConnectionError(SeglogError):
+    """A Kafka broker (or ``seglog serve``) named by ``--bootstrap-server`` cannot be reached,
+    closed the connection, answered with bytes that do not decode, or does not serve the API a
+    command needs; the message names the address and what went wrong."""
+
+
 class BrokerResponseError(SeglogError):
     """A Kafka broker answered a request with an error code (``name`` is Kafka's name of the
     code, e.g. CLUSTER_AUTHORIZATION_FAILED; ``message`` the broker's message, if any)."""

@@ -1,8 +1,8 @@
 """``seglog transactions --bootstrap-server HOST:PORT``: the same tables from a running server.
 
-A small synchronous client over :mod:`seglog.protocol`: one TCP connection to the first
-reachable ``HOST:PORT`` of the list, ApiVersions first (each request then goes at the highest
-version both sides know; an API the server does not serve is named in the error), then:
+A :class:`~seglog.cli.kafka_connection.KafkaConnection` to the first reachable ``HOST:PORT`` of
+the list (ApiVersions first; each request then goes at the highest version both sides know; an
+API the server does not serve is named in the error), then:
 
 * ``--list``: ListTransactions (66); the coordinator column is the node id Metadata (3) gives;
 * ``--describe``: DescribeTransactions (65);
@@ -20,13 +20,11 @@ reached or that closes the connection is a :class:`~seglog.errors.SeglogError` (
 from __future__ import annotations
 
 import argparse
-import socket
-import struct
 import sys
 from collections.abc import Callable
-from typing import Any, TypeVar
 
 from seglog.cli.common import EXIT_FAILURE, EXIT_OK, print_table
+from seglog.cli.kafka_connection import KafkaConnection, error_name
 from seglog.cli.transactions_view import (
     DESCRIBE_HEADER,
     HANGING_HEADER,
@@ -45,136 +43,25 @@ from seglog.cli.transactions_view import (
     open_candidates,
     producer_rows,
 )
-from seglog.errors import ProtocolDecodeError, SeglogError
+from seglog.errors import BrokerConnectionError
 from seglog.format.topic_names import TopicPartition
-from seglog.protocol import codec, messages
+from seglog.protocol import messages
 from seglog.protocol.error_codes import ErrorCode
-from seglog.protocol.framing import response_header_version
 
-T = TypeVar("T")
-_SIZE = struct.Struct(">i")
-CONNECT_TIMEOUT_S = 30.0
-MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 CLIENT_ID = "seglog-transactions"
-
-
-class ServerError(SeglogError):
-    """The server could not be reached, does not serve an API, or broke the protocol."""
 
 
 class _Refused(Exception):
     """A request the server answered with an error: the line printed on stderr."""
 
 
-def _read_exactly(sock: socket.socket, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        chunk = sock.recv(min(size - len(data), 1 << 20))
-        if not chunk:
-            raise ServerError(f"the server closed the connection after {len(data)} of {size} bytes")
-        data += chunk
-    return bytes(data)
-
-
-class AdminConnection:
-    """One connection to a server; :meth:`call` sends a request and decodes its answer."""
-
-    def __init__(self, bootstrap: str) -> None:
-        self.address = ""
-        problems = []
-        for address in (a.strip() for a in bootstrap.split(",") if a.strip()):
-            host, _, port = address.rpartition(":")
-            if not host or not port.isdigit():
-                raise ServerError(f"--bootstrap-server {address!r} is not HOST:PORT")
-            try:
-                self._sock = socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S)
-            except OSError as exc:
-                problems.append(f"{address}: {exc.strerror or exc}")
-                continue
-            self.address = address
-            break
-        if not self.address:
-            raise ServerError("cannot connect to " + "; ".join(problems or [repr(bootstrap)]))
-        self._correlation = 0
-        versions = self.call(messages.ApiVersionsRequest(), 0, messages.ApiVersionsResponse)
-        self._versions = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
-
-    def close(self) -> None:
-        self._sock.close()
-
-    def __enter__(self) -> AdminConnection:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def version_of(self, request_cls: type) -> int:
-        """The highest version of ``request_cls`` both the server and seglog's codec know."""
-        spec = codec.spec_of(request_cls)
-        served = self._versions.get(spec.api_key)
-        name = spec.name.removesuffix("Request")
-        if served is None:
-            raise ServerError(
-                f"the server at {self.address} does not serve {name} (API key {spec.api_key})"
-            )
-        low, high = max(served[0], spec.valid_versions[0]), min(served[1], spec.valid_versions[1])
-        if low > high:
-            raise ServerError(
-                f"the server at {self.address} serves {name} v{served[0]}-{served[1]}, "
-                f"none of v{spec.valid_versions[0]}-{spec.valid_versions[1]}"
-            )
-        return high
-
-    def call(self, request: Any, version: int, response_cls: type[T]) -> T:
-        """Send ``request`` at ``version``; the decoded response."""
-        spec = codec.spec_of(type(request))
-        self._correlation += 1
-        header = messages.RequestHeader(
-            request_api_key=spec.api_key,
-            request_api_version=version,
-            correlation_id=self._correlation,
-            client_id=CLIENT_ID,
-        )
-        header_version = 2 if spec.is_flexible(version) else 1
-        frame = codec.encode(header, header_version) + codec.encode(request, version)
-        try:
-            self._sock.sendall(_SIZE.pack(len(frame)) + frame)
-            (size,) = _SIZE.unpack(_read_exactly(self._sock, 4))
-            if not 0 < size <= MAX_RESPONSE_BYTES:
-                raise ServerError(f"a response of {size} bytes from {self.address}")
-            data = _read_exactly(self._sock, size)
-        except OSError as exc:
-            raise ServerError(f"{self.address}: {exc.strerror or exc}") from None
-        try:
-            answer, end = codec.decode(
-                messages.ResponseHeader,
-                data,
-                response_header_version(spec.api_key, version),
-                whole=False,
-            )
-            body, _ = codec.decode(response_cls, data, version, offset=end)
-        except ProtocolDecodeError as exc:
-            raise ServerError(f"{self.address} answered with a malformed response: {exc}") from None
-        if answer.correlation_id != self._correlation:
-            raise ServerError(f"{self.address} answered another request")
-        return body
-
-    def request(self, request: Any, response_cls: type[T]) -> T:
-        """Send ``request`` at the best common version."""
-        return self.call(request, self.version_of(type(request)), response_cls)
-
-
 def _error_text(code: int, message: str | None = None) -> str:
-    try:
-        name = ErrorCode(code).name
-    except ValueError:
-        name = f"error code {code}"
-    return f"{name}" + (f": {message}" if message else "")
+    return error_name(code) + (f": {message}" if message else "")
 
 
 def run_online(args: argparse.Namespace, *, clock: Callable[[], int]) -> int:
     """``seglog transactions`` against ``args.bootstrap_server``; ``clock``: now, in ms."""
-    with AdminConnection(args.bootstrap_server) as conn:
+    with KafkaConnection(args.bootstrap_server, CLIENT_ID) as conn:
         try:
             if args.list:
                 _list(conn)
@@ -194,14 +81,14 @@ def run_online(args: argparse.Namespace, *, clock: Callable[[], int]) -> int:
     return EXIT_OK
 
 
-def node_id(conn: AdminConnection) -> int:
+def node_id(conn: KafkaConnection) -> int:
     """The node id of the server (the coordinator column)."""
     answer = conn.request(messages.MetadataRequest(topics=[]), messages.MetadataResponse)
     return answer.brokers[0].node_id if answer.brokers else -1
 
 
 def list_transactions(
-    conn: AdminConnection, producer_ids: list[int] | None = None
+    conn: KafkaConnection, producer_ids: list[int] | None = None
 ) -> list[TxnListing]:
     """ListTransactions (of these producer ids only, when given)."""
     request = messages.ListTransactionsRequest(producer_id_filters=producer_ids or [])
@@ -214,7 +101,7 @@ def list_transactions(
     ]
 
 
-def describe_transactions(conn: AdminConnection, ids: list[str]) -> dict[str, TxnDescription]:
+def describe_transactions(conn: KafkaConnection, ids: list[str]) -> dict[str, TxnDescription]:
     """DescribeTransactions; ids the server does not know are left out."""
     request = messages.DescribeTransactionsRequest(transactional_ids=ids)
     answer = conn.request(request, messages.DescribeTransactionsResponse)
@@ -241,7 +128,7 @@ def describe_transactions(conn: AdminConnection, ids: list[str]) -> dict[str, Tx
 
 
 def describe_producers(
-    conn: AdminConnection, partitions: list[TopicPartition]
+    conn: KafkaConnection, partitions: list[TopicPartition]
 ) -> dict[TopicPartition, list[ProducerView]]:
     """DescribeProducers of ``partitions`` (any partition error is refused)."""
     by_topic: dict[str, list[int]] = {}
@@ -276,16 +163,16 @@ def describe_producers(
             ]
     missing = [tp for tp in partitions if tp not in out]
     if missing:
-        raise ServerError(f"{conn.address} did not answer for {missing[0]}")
+        raise BrokerConnectionError(f"{conn.address} did not answer for {missing[0]}")
     return out
 
 
-def _list(conn: AdminConnection) -> None:
+def _list(conn: KafkaConnection) -> None:
     listings = list_transactions(conn)
     print_table(list_rows(node_id(conn), listings), LIST_HEADER, sys.stdout)
 
 
-def _describe(conn: AdminConnection, transactional_id: str, now: int) -> None:
+def _describe(conn: KafkaConnection, transactional_id: str, now: int) -> None:
     found = describe_transactions(conn, [transactional_id]).get(transactional_id)
     if found is None:
         raise _Refused(
@@ -296,7 +183,7 @@ def _describe(conn: AdminConnection, transactional_id: str, now: int) -> None:
     print_table([row], DESCRIBE_HEADER, sys.stdout)
 
 
-def _partitions(conn: AdminConnection, topic: str | None) -> list[TopicPartition]:
+def _partitions(conn: KafkaConnection, topic: str | None) -> list[TopicPartition]:
     topics = None if topic is None else [messages.MetadataRequestMetadataRequestTopic(name=topic)]
     request = messages.MetadataRequest(topics=topics, allow_auto_topic_creation=False)
     answer = conn.request(request, messages.MetadataResponse)
@@ -309,7 +196,7 @@ def _partitions(conn: AdminConnection, topic: str | None) -> list[TopicPartition
 
 
 def _find_hanging(
-    conn: AdminConnection, args: argparse.Namespace, clock: Callable[[], int]
+    conn: KafkaConnection, args: argparse.Namespace, clock: Callable[[], int]
 ) -> None:
     if args.topic is not None and args.partition is not None:
         wanted = [TopicPartition(args.topic, args.partition)]
@@ -330,7 +217,7 @@ def _find_hanging(
     print_table(hanging_rows(found, now_ms=now), HANGING_HEADER, sys.stdout)
 
 
-def _abort(conn: AdminConnection, args: argparse.Namespace) -> None:
+def _abort(conn: KafkaConnection, args: argparse.Namespace) -> None:
     tp = TopicPartition(args.topic, args.partition)
     if args.start_offset is not None:
         found = find_open_transaction(describe_producers(conn, [tp])[tp], args.start_offset)
