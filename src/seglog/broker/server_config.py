@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 
 from seglog.broker.acl.settings import AuthorizerSettings
 from seglog.broker.groups.group_config import GroupConfig
+from seglog.broker.properties import bool_setting, int_setting
 from seglog.broker.security.sasl_config import SaslConfig
 from seglog.broker.security.tls import TlsSettings
 from seglog.broker.session import SECURITY_PROTOCOLS
@@ -209,7 +210,7 @@ def _insecure(props: Mapping[str, str], listeners: tuple[Listener, ...]) -> tupl
     authorizer = (props.get("authorizer.class.name") or "").strip()
     if not exposed or authorizer:
         return exposed
-    if _bool(props, ALLOW_INSECURE_KEY, False):
+    if bool_setting(props, ALLOW_INSECURE_KEY, False):
         return exposed
     raise InvalidConfigError(
         f"listeners: {', '.join(map(str, exposed))} would accept unencrypted connections from "
@@ -217,29 +218,6 @@ def _insecure(props: Mapping[str, str], listeners: tuple[Listener, ...]) -> tupl
         "SSL or SASL_SSL, listen on 127.0.0.1, set authorizer.class.name, or set "
         f"{ALLOW_INSECURE_KEY}=true to accept the risk"
     )
-
-
-def _int(props: Mapping[str, str], key: str, default: int, minimum: int) -> int:
-    text = props.get(key)
-    if text is None:
-        return default
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise InvalidConfigError(f"{key}: {text!r} is not an integer") from None
-    if value < minimum:
-        raise InvalidConfigError(f"{key}: {value} is below the minimum {minimum}")
-    return value
-
-
-def _bool(props: Mapping[str, str], key: str, default: bool) -> bool:
-    text = props.get(key)
-    if text is None:
-        return default
-    value = text.strip().lower()
-    if value not in ("true", "false"):
-        raise InvalidConfigError(f"{key}: {text!r} is not true or false")
-    return value == "true"
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,12 +271,12 @@ class ServerConfig:
                 if listener.encrypted
             },
             insecure_listeners=_insecure(props, listeners),
-            socket_request_max_bytes=_int(props, "socket.request.max.bytes", 104_857_600, 1),
-            queued_max_requests=_int(props, "queued.max.requests", 500, 1),
-            max_connections=_int(props, "max.connections", INT32_MAX, 0),
-            connections_max_idle_ms=_int(props, "connections.max.idle.ms", 600_000, 1),
-            auto_create_topics_enable=_bool(props, "auto.create.topics.enable", True),
-            delete_topic_enable=_bool(props, "delete.topic.enable", True),
+            socket_request_max_bytes=int_setting(props, "socket.request.max.bytes", 104_857_600, 1),
+            queued_max_requests=int_setting(props, "queued.max.requests", 500, 1),
+            max_connections=int_setting(props, "max.connections", INT32_MAX, 0),
+            connections_max_idle_ms=int_setting(props, "connections.max.idle.ms", 600_000, 1),
+            auto_create_topics_enable=bool_setting(props, "auto.create.topics.enable", True),
+            delete_topic_enable=bool_setting(props, "delete.topic.enable", True),
             groups=GroupConfig.from_properties(props),
             sasl=SaslConfig.from_properties(
                 props, [x.name for x in listeners if x.security_protocol.startswith("SASL_")]

@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from seglog.broker.properties import int_setting
 from seglog.broker.security.plain import PLAIN, parse_jaas_options, plain_users
 from seglog.broker.security.scram import SCRAM_MECHANISMS
 from seglog.errors import InvalidConfigError
@@ -49,19 +50,6 @@ class ListenerSasl:
     reauth_ms: Mapping[str, int] = field(default_factory=dict)  # mechanism -> ms (0: never)
 
 
-def _int(props: Mapping[str, str], key: str, default: int, minimum: int) -> int:
-    text = props.get(key)
-    if text is None:
-        return default
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise InvalidConfigError(f"{key}: {text!r} is not an integer") from None
-    if value < minimum:
-        raise InvalidConfigError(f"{key}: {value} is below the minimum {minimum}")
-    return value
-
-
 def _listener_sasl(props: Mapping[str, str], listener: str) -> ListenerSasl:
     prefix = f"listener.name.{listener.lower()}."
     key = prefix + "sasl.enabled.mechanisms"
@@ -77,9 +65,11 @@ def _listener_sasl(props: Mapping[str, str], listener: str) -> ListenerSasl:
         raise InvalidConfigError(f"{key}: no SASL mechanism for listener {listener}")
     jaas_key = prefix + "plain.sasl.jaas.config"
     users = plain_users(parse_jaas_options(props[jaas_key], jaas_key)) if jaas_key in props else {}
-    global_reauth = _int(props, "connections.max.reauth.ms", 0, 0)
+    global_reauth = int_setting(props, "connections.max.reauth.ms", 0, 0)
     reauth = {
-        name: _int(props, f"{prefix}{name.lower()}.connections.max.reauth.ms", global_reauth, 0)
+        name: int_setting(
+            props, f"{prefix}{name.lower()}.connections.max.reauth.ms", global_reauth, 0
+        )
         for name in names
     }
     return ListenerSasl(tuple(dict.fromkeys(names)), users, reauth)
@@ -100,8 +90,8 @@ class SaslConfig:
         listener's settings are read from the same properties when first asked for)."""
         return cls(
             {name: _listener_sasl(props, name) for name in sasl_listeners},
-            _int(props, "connection.failed.authentication.delay.ms", 100, 0),
-            _int(props, "sasl.server.max.receive.size", DEFAULT_MAX_RECEIVE_SIZE, 1),
+            int_setting(props, "connection.failed.authentication.delay.ms", 100, 0),
+            int_setting(props, "sasl.server.max.receive.size", DEFAULT_MAX_RECEIVE_SIZE, 1),
             dict(props),
         )
 
