@@ -466,3 +466,29 @@ def test_timers_of_several_groups_fire_in_deadline_order() -> None:
     h.take(h.coord.delete_groups(["slow"], h.now).step)
     h.at(10_000)
     assert fast_group.state == GroupState.EMPTY and h.coord.next_deadline_ms() is None
+
+
+def test_a_deleted_groups_late_persist_ack_does_not_reach_its_successor() -> None:
+    """Found by the stateful test: a group's assignment persist still unacknowledged when the
+    group is emptied and deleted must not complete the SyncGroup of a new group of the same
+    id, whose generations restart at 1 (the ack is for another incarnation)."""
+    h = Harness(auto_persist=False)
+    old = h.join_result(h.join(client="a"))
+    old_joined = h.join_result(h.join(old.member_id, client="a"))
+    h.sync(old.member_id, old_joined.generation_id, {old.member_id: b"old@1"})
+    old_persist = h.persists[-1].persist_id
+    h.take(h.coord.leave("g", [LeavingMember(old.member_id)], h.now).step)
+    assert h.coord.delete_groups(["g"], h.now).results == (("g", ErrorCode.NONE),)
+
+    new = h.join_result(h.join(client="a"))
+    joined = h.join_result(h.join(new.member_id, client="a"))
+    assert joined.generation_id == old_joined.generation_id  # the same generation number
+    ticket = h.sync(new.member_id, joined.generation_id, {new.member_id: b"new@1"})
+    new_persist = h.persists[-1].persist_id
+    h.take(h.coord.persisted(old_persist, ErrorCode.NONE, h.now))  # the old ack comes late
+    assert ticket not in h.answers
+    h.take(h.coord.persisted(new_persist, ErrorCode.NONE, h.now))
+    assert h.sync_result(ticket).assignment == b"new@1"
+    group = h.coord.group("g")
+    assert group is not None and group.state == GroupState.STABLE
+    assert group.members[new.member_id].assignment == b"new@1"

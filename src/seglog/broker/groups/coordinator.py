@@ -310,6 +310,7 @@ class GroupCoordinator:
                 group.transition(GroupState.DEAD, now_ms)
                 group.pending_members.clear()
                 del self._groups[group_id]
+                self._out.forget_group(group_id)
                 self._touch(group_id)
                 self._out.delete(group_id)
                 results.append((group_id, ErrorCode.NONE))
@@ -325,6 +326,7 @@ class GroupCoordinator:
             return False
         group.transition(GroupState.DEAD, now_ms)
         del self._groups[group_id]
+        self._out.forget_group(group_id)
         self._touch(group_id)
         return True
 

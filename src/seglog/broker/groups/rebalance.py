@@ -105,6 +105,14 @@ class Outbox:
         self.step.effects.append(PersistGroup(persist_id, group_id, snapshot))
         return persist_id
 
+    def forget_group(self, group_id: str) -> None:
+        """The group is gone (deleted, or dropped by offset expiry): its persists still waiting
+        resume nothing when acknowledged, so a group created anew under the same id (whose
+        generations restart) never takes an old generation's acknowledgement for its own."""
+        for persist_id, wait in self.waits.items():
+            if wait is not None and wait.group_id == group_id:
+                self.waits[persist_id] = None
+
     def delete(self, group_id: str) -> None:
         """Asks the caller to write the group's tombstones."""
         self.step.effects.append(DeleteGroupRecords(group_id))
