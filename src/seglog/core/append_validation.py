@@ -46,6 +46,7 @@ from seglog.errors import (
 )
 from seglog.format.batch import (
     ATTRIBUTES_OFFSET,
+    COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     CRC_OFFSET,
     LOG_OVERHEAD,
@@ -53,11 +54,17 @@ from seglog.format.batch import (
     MIN_BATCH_LENGTH,
     RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
+    parse_batch_header,
 )
 from seglog.format.columnar import scan_columns
 from seglog.format.crc import crc32c_fast as crc32c
 
 LEADER_EPOCH = 0  # a single node is always the leader of epoch 0
+# Appends of at most this many records, uncompressed, are checked record by record in Python:
+# the kernel's fixed cost per call (argument checks, column arrays) is larger than decoding a
+# handful of records (a coordinator's one-record writes to __transaction_state and
+# __consumer_offsets, single produced records).
+SMALL_APPEND_RECORDS = 8
 INT64_MAX = (1 << 63) - 1
 
 _MAX_TIMESTAMP_AT = 35
@@ -264,6 +271,11 @@ def _validate_records(
     offsets fail to increase (``check_offsets=False``: it once checked only the first batch
     of a multi-batch append); it must decode all ``record_count`` records the headers count.
     """
+    if record_count <= SMALL_APPEND_RECORDS:
+        small = _small_append(data, where)
+        if small is not None:
+            _check_small(small, config, now_ms, check_times, where)
+            return
     columns = scan_columns(data, verify_crc=False, check_offsets=False)
     if len(columns.offset) != record_count:
         raise _corrupt(
@@ -290,3 +302,53 @@ def _validate_records(
                 f"[{earliest}, {latest}] (message.timestamp.before/after.max.ms)",
                 record_index=int(bad[0]),
             )
+
+
+def _small_append(data: memoryview, where: str) -> list[tuple[bool, int]] | None:
+    """(key is null, timestamp) of every record of an uncompressed append, decoded in Python;
+    None when a batch is compressed (the kernel path decompresses). The batch frames are
+    already checked by the header walk; a record section that does not decode is corrupt."""
+    out: list[tuple[bool, int]] = []
+    position, total = 0, len(data)
+    while position < total:
+        batch = parse_batch_header(data, position)
+        if batch.attributes & COMPRESSION_CODEC_MASK:
+            return None
+        try:
+            records = batch.records()
+        except CorruptRecordError as error:
+            raise _corrupt(where, position, str(error)) from None
+        if len(records) != batch.records_count:
+            raise _corrupt(
+                where,
+                position,
+                f"the batch holds {len(records)} decodable records where its header counts "
+                f"{batch.records_count}",
+            )
+        out.extend((record.key is None, record.timestamp) for record in records)
+        position += batch.size_in_bytes
+    return out
+
+
+def _check_small(
+    records: list[tuple[bool, int]], config: LogConfig, now_ms: int, check_times: bool, where: str
+) -> None:
+    """:func:`_validate_records`' rules on records decoded by :func:`_small_append`."""
+    if config.is_compacted:
+        for index, (keyless, _) in enumerate(records):
+            if keyless:
+                raise KeylessRecordError(
+                    f"{where}: a compacted topic requires a key; record {index} of the append "
+                    f"has none",
+                    record_index=index,
+                )
+    if check_times:
+        earliest = now_ms - config.message_timestamp_before_max_ms
+        latest = now_ms + config.message_timestamp_after_max_ms
+        for index, (_, timestamp) in enumerate(records):
+            if timestamp < earliest or timestamp > latest:
+                raise InvalidTimestampError(
+                    f"{where}: record timestamp {timestamp} is outside [{earliest}, {latest}] "
+                    f"(message.timestamp.before/after.max.ms)",
+                    record_index=index,
+                )
