@@ -20,6 +20,10 @@ After each sample the partition's end offset is checked through ListOffsets (ide
 transactional: N plus one marker per transaction) and, for the transactional one, the
 ``read_committed`` end (the last stable offset) equals it: every transaction committed.
 
+Also per round: :data:`FIXED_TXNS` transactions of one record each, timed, with the server's CPU
+seconds: the fixed cost of a transaction, and the ceiling it sets on the ratio (idempotent time
+for a transaction's worth of records over that plus one fixed cost).
+
 Reported: records/s by wall clock, median [min..max]; the server's CPU seconds per sample;
 the **ratio transactional / idempotent** of median records/s. Goal: >= 0.7.
 
@@ -45,6 +49,7 @@ from bench.common import generate_records, machine_info, write_results
 from bench.serve_common import ServeProcess, median, open_manager, quiet_client
 
 GOAL = 0.7
+FIXED_TXNS = 200  # one-record transactions per round, for the fixed cost per transaction
 NO_RETENTION = {"retention.ms": "-1"}
 IDEMPOTENT = "idempotent"
 TRANSACTIONAL = "transactional"
@@ -105,6 +110,20 @@ def transactional(
     return time.perf_counter() - start
 
 
+def one_record_transactions(address: str, topic: str, count: int, linger_ms: int) -> float:
+    """Seconds per transaction of one record (the protocol's fixed cost per transaction:
+    AddPartitionsToTxn, the produce, EndTxn, and the client's own steps between them)."""
+    producer = _producer(address, f"bench-fixed-{topic}", linger_ms)
+    producer.list_topics(topic, timeout=10)
+    producer.init_transactions(30)
+    start = time.perf_counter()
+    for _ in range(count):
+        producer.begin_transaction()
+        producer.produce(topic, b"v", b"k", partition=0)
+        producer.commit_transaction(60)
+    return (time.perf_counter() - start) / count
+
+
 def _ends(address: str, topic: str) -> tuple[int, int]:
     """(high watermark, last stable offset) of the topic's partition 0, through the wire."""
     from confluent_kafka import Consumer, TopicPartition
@@ -135,6 +154,7 @@ def run(
     server_dir = work / "serve"
     manager = open_manager(server_dir)
     manager.create_topic("warm", 1, NO_RETENTION)
+    manager.create_topic("fixed", 1, NO_RETENTION)
     for name in (IDEMPOTENT, TRANSACTIONAL):
         for i in range(repeat + 1):
             manager.create_topic(f"{name}-{i}", 1, NO_RETENTION)
@@ -162,12 +182,21 @@ def run(
         sample(IDEMPOTENT, 0)  # warm-up
         sample(TRANSACTIONAL, 0)
         names = [IDEMPOTENT, TRANSACTIONAL]
+        fixed: list[float] = []
+        fixed_cpu: list[float] = []
         for round_index in range(1, repeat + 1):
             order = names if round_index % 2 else names[::-1]
             for name in order:
                 wall[name].append(sample(name, round_index))
+            cpu0 = server.cpu_seconds()
+            fixed.append(one_record_transactions(server.address, "fixed", FIXED_TXNS, linger_ms))
+            fixed_cpu.append((server.cpu_seconds() - cpu0) / FIXED_TXNS)
     medians = {name: median(seconds) for name, seconds in wall.items()}
     ratio = medians[IDEMPOTENT] / medians[TRANSACTIONAL]
+    # The best ratio a transaction's fixed cost allows: idempotent time per transaction's worth
+    # of records, over that plus one one-record transaction.
+    per_batch_s = medians[IDEMPOTENT] / transactions
+    ceiling = per_batch_s / (per_batch_s + median(fixed))
     return {
         "records": count,
         "txn_records": per_txn,
@@ -176,6 +205,9 @@ def run(
         "wall_s": wall,
         "server_cpu_s": cpu,
         "ratio": ratio,
+        "one_record_txn_s": fixed,
+        "one_record_txn_server_cpu_s": fixed_cpu,
+        "ceiling": ceiling,
         "goal_met": ratio >= GOAL,
     }
 
@@ -200,6 +232,14 @@ def print_table(result: dict[str, Any], repeat: int) -> None:
         )
     verdict = "met" if result["goal_met"] else "missed"
     print(f"\ntransactional / idempotent: **{result['ratio']:.2f}x** (goal {GOAL}: {verdict})")
+    fixed_ms = median(result["one_record_txn_s"]) * 1000
+    fixed_cpu_ms = median(result["one_record_txn_server_cpu_s"]) * 1000
+    print(
+        f"one-record transaction: {fixed_ms:.2f} ms, {fixed_cpu_ms:.2f} ms of it server CPU "
+        f"(median of {FIXED_TXNS} per round); "
+        f"the ceiling it sets for transactions of {result['txn_records']:,}: "
+        f"**{result['ceiling']:.2f}x**"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
