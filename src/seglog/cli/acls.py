@@ -78,6 +78,12 @@ def register(subparsers: Subparsers) -> None:
         metavar="HOST:PORT",
         help="go through this broker (else: the ACL file of the first --data-dir)",
     )
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="--bootstrap-server: a properties file with the connection's security.protocol, "
+        "ssl.* and sasl.* settings (as kafka-acls.sh)",
+    )
     repeatable = (
         ("--topic", "topics", "T", "a topic"),
         ("--group", "groups", "G", "a consumer group"),
@@ -127,6 +133,8 @@ def run(args: argparse.Namespace) -> int:
         return _usage_error(
             args, "--producer and --consumer take no --operation, --deny-principal, --deny-host"
         )
+    if args.command_config is not None and not args.bootstrap_server:
+        return _usage_error(args, "--command-config needs --bootstrap-server")
     if args.idempotent and not args.producer:
         return _usage_error(args, "The --idempotent option is only available if --producer is set")
     if args.consumer and not (args.topics and args.groups):
@@ -155,8 +163,9 @@ def run(args: argparse.Namespace) -> int:
 def _backend(args: argparse.Namespace, *, writes: bool) -> Iterator[AclBackend]:
     if args.bootstrap_server:
         from seglog.cli.acls_wire import AclClient
+        from seglog.cli.client_security import security_of
 
-        with AclClient(args.bootstrap_server) as client:
+        with AclClient(args.bootstrap_server, security=security_of(args)) as client:
             yield client
         return
     from seglog.broker.acl.authorizer import AclAuthorizer

@@ -1,10 +1,11 @@
 """``seglog acls --bootstrap-server``: DescribeAcls, CreateAcls and DeleteAcls over the wire.
 
-:class:`AclClient` sends the three ACL APIs at version 1 (every broker since Kafka 2.0 serves
-it) over a :class:`~seglog.cli.kafka_connection.KafkaConnection` (PLAINTEXT, one request at a
-time). An error code in a response raises :class:`~seglog.errors.BrokerResponseError` with
-Kafka's name for it; a broker that cannot be reached, closes the connection or does not serve
-the ACL APIs raises :class:`~seglog.errors.BrokerConnectionError`.
+:class:`AclClient` sends the three ACL APIs at version 1 (every broker since Kafka 2.0 serves it)
+over a :class:`~seglog.cli.kafka_connection.KafkaConnection` (secured as ``--command-config`` says,
+one request at a time). An error code in a response raises
+:class:`~seglog.errors.BrokerResponseError` with Kafka's name for it; a broker that cannot be
+reached, closes the connection or does not serve the ACL APIs raises
+:class:`~seglog.errors.BrokerConnectionError`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, TypeVar
 
 from seglog.broker.acl.model import AclBinding, AclFilter, PatternType, Permission
 from seglog.broker.authorization import Operation, ResourceType
+from seglog.cli.client_security import ClientSecurity
 from seglog.cli.kafka_connection import KafkaConnection, error_name
 from seglog.errors import BrokerResponseError
 from seglog.protocol import messages
@@ -24,8 +26,13 @@ VERSION = 1
 class AclClient:
     """The ACL APIs of one broker (see the module docstring)."""
 
-    def __init__(self, bootstrap: str, client_id: str = "seglog-acls") -> None:
-        self._connection = KafkaConnection(bootstrap, client_id)
+    def __init__(
+        self,
+        bootstrap: str,
+        client_id: str = "seglog-acls",
+        security: ClientSecurity | None = None,
+    ) -> None:
+        self._connection = KafkaConnection(bootstrap, client_id, security)
 
     def close(self) -> None:
         self._connection.close()

@@ -1,29 +1,35 @@
 """One blocking Kafka client connection for the CLI's ``--bootstrap-server`` modes.
 
-``seglog acls --bootstrap-server`` and ``seglog transactions --bootstrap-server`` talk to a
-running broker (``seglog serve`` or Kafka) through :class:`KafkaConnection`: one PLAINTEXT TCP
-connection to the first reachable ``HOST:PORT`` of a comma-separated list, ApiVersions first,
-then one request at a time, each framed with Kafka's request header (v1, or v2 for flexible
-versions) and decoded with seglog's generated messages (:mod:`seglog.protocol`).
-:meth:`KafkaConnection.request` sends at the highest version both sides know;
-:meth:`KafkaConnection.call` at a version the caller names.
+``seglog acls --bootstrap-server`` and ``seglog transactions --bootstrap-server`` talk to a running
+broker (``seglog serve`` or Kafka) through :class:`KafkaConnection`: one TCP connection to the first
+reachable ``HOST:PORT`` of a comma-separated list, secured as ``--command-config`` says
+(:class:`~seglog.cli.client_security.ClientSecurity`: TLS around the socket for SSL/SASL_SSL, the
+host name checked unless disabled), ApiVersions first, then for SASL_* SaslHandshake v1 and
+SaslAuthenticate v1 (PLAIN: one token; SCRAM: two, the server's signature verified), then one
+request at a time, each framed with Kafka's request header (v1, or v2 for flexible versions) and
+decoded with seglog's generated messages (:mod:`seglog.protocol`). :meth:`KafkaConnection.request`
+sends at the highest version both sides know; :meth:`KafkaConnection.call` at a version the caller
+names.
 
-Every failure below the answer itself (no broker reachable, a closed connection, a frame
-larger than :data:`MAX_RESPONSE_BYTES`, a response that does not decode or answers another
-request, an API the broker does not serve) raises
-:class:`~seglog.errors.BrokerConnectionError` naming the address. Error codes inside an answer
-are the caller's to read.
+Every failure below the answer itself (no broker reachable, a closed connection, a frame larger than
+:data:`MAX_RESPONSE_BYTES`, a response that does not decode or answers another request, an API the
+broker does not serve) raises :class:`~seglog.errors.BrokerConnectionError` naming the address.
+Error codes inside an answer are the caller's to read.
 
-Limits: no TLS or SASL (against a secured listener use the offline mode on the data directory,
-or a Kafka client).
+A refused login raises :class:`~seglog.errors.BrokerConnectionError` with the server's message
+(never the password). Limits: no re-authentication (one short-lived command does not outlive a
+session), no OAUTHBEARER or GSSAPI.
 """
 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 from typing import Any, TypeVar
 
+from seglog.broker.security.scram_client import ScramClientExchange
+from seglog.cli.client_security import ClientSecurity
 from seglog.errors import BrokerConnectionError, ProtocolDecodeError
 from seglog.protocol import codec, messages
 from seglog.protocol.error_codes import ErrorCode
@@ -53,7 +59,10 @@ def _address(entry: str) -> tuple[str, int]:
 class KafkaConnection:
     """One connection to a broker (see the module docstring)."""
 
-    def __init__(self, bootstrap: str, client_id: str) -> None:
+    def __init__(
+        self, bootstrap: str, client_id: str, security: ClientSecurity | None = None
+    ) -> None:
+        security = security or ClientSecurity()
         self.address = ""
         self._client_id = client_id
         self._correlation = 0
@@ -65,6 +74,13 @@ class KafkaConnection:
             except OSError as error:
                 problems.append(f"{entry.strip()}: {error.strerror or error}")
                 continue
+            try:
+                if security.ssl_context is not None:
+                    self._sock = security.ssl_context.wrap_socket(self._sock, server_hostname=host)
+            except (OSError, ssl.SSLError) as error:
+                self._sock.close()
+                problems.append(f"{entry.strip()}: TLS handshake failed: {error}")
+                continue
             self.address = entry.strip()
             break
         if not self.address:
@@ -73,10 +89,45 @@ class KafkaConnection:
             )
         try:
             versions = self.call(messages.ApiVersionsRequest(), 0, messages.ApiVersionsResponse)
+            self._versions = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+            if security.mechanism is not None:
+                self._authenticate(security)
         except BrokerConnectionError:
             self.close()
             raise
-        self._versions = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
+
+    def _authenticate(self, security: ClientSecurity) -> None:
+        """SaslHandshake v1, then SaslAuthenticate v1 with the mechanism's tokens."""
+        mechanism = security.mechanism
+        assert mechanism is not None
+        handshake = self.call(
+            messages.SaslHandshakeRequest(mechanism=mechanism), 1, messages.SaslHandshakeResponse
+        )
+        if handshake.error_code:
+            raise BrokerConnectionError(
+                f"{self.address} does not accept SASL mechanism {mechanism} "
+                f"({error_name(handshake.error_code)}; enabled: "
+                f"{', '.join(handshake.mechanisms) or 'none'})"
+            )
+        if mechanism == "PLAIN":
+            token = f"\0{security.username}\0{security.password}".encode()
+            self._sasl_token(token, mechanism)
+            return
+        scram = ScramClientExchange(mechanism, security.username, security.password)
+        server_first = self._sasl_token(scram.first(), mechanism)
+        server_final = self._sasl_token(scram.final(server_first), mechanism)
+        scram.verify(server_final)
+
+    def _sasl_token(self, token: bytes, mechanism: str) -> bytes:
+        answer = self.call(
+            messages.SaslAuthenticateRequest(auth_bytes=token), 1, messages.SaslAuthenticateResponse
+        )
+        if answer.error_code:
+            raise BrokerConnectionError(
+                f"{self.address} refused the {mechanism} login: "
+                f"{error_name(answer.error_code)}: {answer.error_message or 'no message'}"
+            )
+        return answer.auth_bytes
 
     def close(self) -> None:
         self._sock.close()

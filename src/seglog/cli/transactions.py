@@ -120,6 +120,12 @@ def register(subparsers: Subparsers) -> None:
         metavar="HOST:PORT",
         help="ask a running server instead of reading the data dirs",
     )
+    parser.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="--bootstrap-server: a properties file with the connection's security.protocol, "
+        "ssl.* and sasl.* settings (as kafka-transactions.sh)",
+    )
     parser.set_defaults(handler=run, parser=parser)
 
 
@@ -135,6 +141,8 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
         return "--describe needs --transactional-id"
     if (args.describe_producers or args.abort) and (args.topic is None or args.partition is None):
         return "--describe-producers and --abort need --topic and --partition"
+    if args.command_config is not None and args.bootstrap_server is None:
+        return "--command-config needs --bootstrap-server"
     if args.partition is not None and args.topic is None:
         return "--partition needs --topic"
     if args.max_transaction_timeout < 0:

@@ -1,8 +1,9 @@
 """``seglog transactions --bootstrap-server HOST:PORT``: the same tables from a running server.
 
 A :class:`~seglog.cli.kafka_connection.KafkaConnection` to the first reachable ``HOST:PORT`` of
-the list (ApiVersions first; each request then goes at the highest version both sides know; an
-API the server does not serve is named in the error), then:
+the list (secured as ``--command-config FILE`` says; ApiVersions first; each request then goes
+at the highest version both sides know; an API the server does not serve is named in the
+error), then:
 
 * ``--list``: ListTransactions (66); the coordinator column is the node id Metadata (3) gives;
 * ``--describe``: DescribeTransactions (65);
@@ -23,6 +24,7 @@ import argparse
 import sys
 from collections.abc import Callable
 
+from seglog.cli.client_security import security_of
 from seglog.cli.common import EXIT_FAILURE, EXIT_OK, print_table
 from seglog.cli.kafka_connection import KafkaConnection, error_name
 from seglog.cli.transactions_view import (
@@ -61,7 +63,7 @@ def _error_text(code: int, message: str | None = None) -> str:
 
 def run_online(args: argparse.Namespace, *, clock: Callable[[], int]) -> int:
     """``seglog transactions`` against ``args.bootstrap_server``; ``clock``: now, in ms."""
-    with KafkaConnection(args.bootstrap_server, CLIENT_ID) as conn:
+    with KafkaConnection(args.bootstrap_server, CLIENT_ID, security_of(args)) as conn:
         try:
             if args.list:
                 _list(conn)
