@@ -45,6 +45,9 @@ Examples:
   seglog acls --bootstrap-server localhost:9092 --add --allow-principal User:bob \\
       --consumer --topic orders --group billing
   seglog acls --bootstrap-server localhost:9092 --list --topic orders
+  seglog acls --bootstrap-server broker:9093 --command-config admin.properties --list
+      (admin.properties: security.protocol=SASL_SSL, ssl.truststore.location=ca.pem,
+       sasl.mechanism=SCRAM-SHA-512, sasl.jaas.config=... username="admin" password="...";)
   seglog --data-dir /var/lib/seglog acls --add --deny-principal 'User:*' --operation Write \\
       --topic audit- --resource-pattern-type prefixed
   seglog --data-dir /var/lib/seglog acls --remove --topic orders --force"""

@@ -79,7 +79,9 @@ Examples:
   seglog --data-dir /var/lib/seglog transactions --find-hanging --max-transaction-timeout 5
   seglog --data-dir /var/lib/seglog transactions --abort --topic orders --partition 0 \\
       --start-offset 1234
-  seglog transactions --bootstrap-server localhost:9092 --list"""
+  seglog transactions --bootstrap-server localhost:9092 --list
+  seglog transactions --bootstrap-server broker:9093 --command-config ssl.properties --list
+      (ssl.properties: security.protocol=SSL, ssl.truststore.location=ca.pem)"""
 
 
 def register(subparsers: Subparsers) -> None:
