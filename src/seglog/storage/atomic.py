@@ -9,7 +9,8 @@ Procedure (each step says what recovery finds if the process dies right there):
 3. fsync the directory, so the rename itself survives a power loss.
 
 Readers therefore see either the whole old file or the whole new one, never a mix. Files are
-created with the process umask (no explicit mode).
+created with the process umask unless a mode is given (a file holding secrets: 0o600, set on
+the ``.tmp`` before any byte is written, so no reader ever sees them with a wider mode).
 
 A file a user names on the command line (``report --out FILE``) is written the same way by
 :func:`write_output_file`, after :func:`check_output_path`: errors name the path the user
@@ -37,10 +38,11 @@ __all__ = [
 TMP_SUFFIX = ".tmp"
 
 
-def write_file_atomically(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` durably: tmp file, fsync, rename, directory fsync."""
+def write_file_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
+    """Replace ``path`` with ``data`` durably: tmp file, fsync, rename, directory fsync.
+    ``mode``: the new file's permissions (e.g. 0o600 for secrets; None: the umask's)."""
     tmp = path.with_name(path.name + TMP_SUFFIX)
-    fileops.write_new_file(tmp, data)
+    fileops.write_new_file(tmp, data, mode)
     fileops.replace(tmp, path)
     fsync_directory(path.parent)
 

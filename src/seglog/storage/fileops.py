@@ -136,11 +136,14 @@ def pwrite(fd: int, path: StrPath, data: Buffer, position: int) -> None:
     write_all(fd, path, (data,), position)
 
 
-def write_new_file(path: StrPath, data: Buffer) -> None:
+def write_new_file(path: StrPath, data: Buffer, mode: int | None = None) -> None:
     """Create or empty ``path``, write ``data`` and fsync it (``create``, ``write``,
-    ``fsync``); the descriptor is closed even when a step fails."""
-    fd = open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    ``fsync``); the descriptor is closed even when a step fails. ``mode``: the file's
+    permissions, set even on a file that existed (None: the process umask on creation)."""
+    fd = open_fd(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666 if mode is None else mode)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         write_all(fd, path, (data,), 0)
         fsync(fd, path)
     finally:

@@ -267,45 +267,34 @@ def _has_transactional_records(request: ProduceRequest) -> bool:
     return False
 
 
-def _transactional_id_refused(
+def _transactional_id_refusal(
     state: BrokerState, context: RequestContext, request: ProduceRequest
-) -> bool:
-    """Kafka's first check: transactional records need a transactional id the principal may
-    WRITE."""
-    if not _has_transactional_records(request):
-        return False
+) -> str | None:
+    """Kafka's first check, the reason it fails or None: a transactional id needs WRITE on it,
+    and transactional records need a transactional id."""
     transactional_id = request.transactional_id
-    return transactional_id is None or not state.authorize(
-        context, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
-    )
+    if transactional_id is not None:
+        if state.authorize(
+            context, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
+        ):
+            return None
+        return f"not authorized to write for transactional id {transactional_id}"
+    if _has_transactional_records(request):
+        return "transactional records need a transactional id"
+    return None
 
 
 async def handle(
     state: BrokerState, context: RequestContext, request: ProduceRequest
 ) -> ProduceResponse | None:
-    if _transactional_id_refused(state, context, request):
-        refusal = _refuse_all(
-            request,
-            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            "transactional records need a transactional id the principal may write",
-        )
+    reason = _transactional_id_refusal(state, context, request)
+    if reason is not None:
+        refusal = _refuse_all(request, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, reason)
         if request.acks == 0:
             _close_if_refused(refusal)
             return None
         return refusal
     transactional_id = request.transactional_id
-    if transactional_id is not None and not state.authorize(
-        context, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id
-    ):
-        refusal = _refuse_all(
-            request,
-            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-            f"not authorized to write for transactional id {transactional_id}",
-        )
-        if request.acks == 0:
-            _close_if_refused(refusal)
-            return None
-        return refusal
     writable = state.authorized_names(
         context, Operation.WRITE, ResourceType.TOPIC, (t.name for t in request.topic_data)
     )

@@ -41,7 +41,7 @@ from pathlib import Path
 
 from seglog.broker.security.scram import SCRAM_MECHANISMS, ScramCredential
 from seglog.errors import InvalidConfigError, SeglogError
-from seglog.storage import fileops
+from seglog.storage.atomic import write_file_atomically
 from seglog.storage.files import read_file_bytes
 
 LOG = logging.getLogger("seglog.serve")
@@ -164,13 +164,4 @@ class CredentialStore:
             return credentials
 
     def _write(self, data: bytes) -> None:
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        fd = fileops.open_fd(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            os.fchmod(fd, 0o600)  # a stray .tmp of another mode is reused safely
-            fileops.write_all(fd, tmp, (data,), 0)
-            fileops.fsync(fd, tmp)
-        finally:
-            os.close(fd)
-        fileops.replace(tmp, self.path)
-        fileops.fsync_directory(self.directory)
+        write_file_atomically(self.path, data, mode=0o600)
