@@ -10,6 +10,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pyarrow as pa
@@ -130,6 +131,41 @@ def test_abort_removes_the_job_directory(tmp_path: Path) -> None:
     assert not Path(writer.job_dir).exists()
     assert not default_staging_root([data]).exists()
     assert log_records(data, "a") == {0: [], 1: [], 2: []}
+
+
+def test_abort_outlasts_a_task_still_writing(tmp_path: Path) -> None:
+    """Spark calls ``abort`` without waiting for the failed job's other tasks: a task that
+    keeps creating staged files while the job directory is removed must not keep it alive
+    (CI once found the directory left behind), and once it is gone the task can create
+    nothing more."""
+    data = make_data_dir(tmp_path)
+    writer, _ = stage(data, "a", [many_rows(0, 10)])
+    task_dir = Path(writer.job_dir) / "task-00007-late"
+    task_dir.mkdir()
+    stop = threading.Event()
+    refused: list[BaseException] = []
+
+    def late_task() -> None:
+        n = 0
+        while not stop.is_set():
+            try:
+                with (task_dir / f"a-{n % 3}.batches").open("ab") as staged:
+                    staged.write(b"x" * 64)
+            except FileNotFoundError as error:
+                refused.append(error)
+                return
+            n += 1
+
+    thread = threading.Thread(target=late_task)
+    thread.start()
+    try:
+        writer.abort([None])
+    finally:
+        stop.set()
+        thread.join()
+    assert not Path(writer.job_dir).exists()
+    assert not default_staging_root([data]).exists()
+    assert refused, "the late task went on writing after the job directory was removed"
 
 
 def test_staging_is_beside_the_data_dir_and_never_inside(tmp_path: Path) -> None:

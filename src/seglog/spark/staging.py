@@ -87,6 +87,9 @@ COMMITTED_FILE = "committed"
 BATCHES_SUFFIX = ".batches"
 FORMAT_VERSION = 1
 CREATE_ATTEMPTS = 5
+# remove_job: a racing task's files can outlive one rmtree; a few short retries outlast it.
+REMOVE_ATTEMPTS = 50
+REMOVE_RETRY_S = 0.01
 ORPHAN_JOB_AGE_MS = 7 * 24 * 3600 * 1000  # a job dir with no journal, untouched this long
 JOURNAL_BYTES_MAX = 64 * 1024 * 1024
 BATCH_BYTES_MAX = 256 * 1024 * 1024  # a staged batch larger than this is corrupt
@@ -248,8 +251,19 @@ def has_journal(job_dir: Path) -> bool:
 
 def remove_job(job_dir: Path) -> None:
     """Remove a job directory wholesale (missing is fine), and the staging root if that
-    leaves it empty (a concurrent :func:`create_job` retries when it loses that race)."""
-    shutil.rmtree(job_dir, ignore_errors=True)
+    leaves it empty (a concurrent :func:`create_job` retries when it loses that race).
+
+    ``abort`` can run while a task of the failed job is still writing (Spark does not wait
+    for the tasks it cancels): a file the task creates between ``rmtree``'s listing and its
+    ``rmdir`` keeps the directory alive. So removal repeats until the job directory is gone;
+    once it is, the task can create nothing more (its directories are made without
+    ``parents``, its files opened inside them), so nothing is left behind.
+    """
+    for _ in range(REMOVE_ATTEMPTS):
+        shutil.rmtree(job_dir, ignore_errors=True)
+        if not job_dir.exists():
+            break
+        time.sleep(REMOVE_RETRY_S)
     with contextlib.suppress(OSError):  # not empty (another job) or already gone
         job_dir.parent.rmdir()
 
