@@ -6,8 +6,11 @@ The file is a Java properties file, as ``kafka-acls.sh --command-config`` and
     security.protocol                       PLAINTEXT (default), SSL, SASL_PLAINTEXT, SASL_SSL
     ssl.truststore.location                 PEM file of the CA certificates (default: the
                                             system's trusted CAs)
+    ssl.truststore.certificates             the same CAs, inline PEM
     ssl.truststore.type / ssl.keystore.type PEM or absent (nothing else is read)
     ssl.keystore.location                   PEM file: client private key + certificate chain
+    ssl.keystore.key                        the client private key, inline PEM (PKCS#8)
+    ssl.keystore.certificate.chain          its certificate chain, inline PEM (leaf first)
     ssl.key.password                        the key's password, if it is encrypted
     ssl.endpoint.identification.algorithm   https (default: check the server's host name) or
                                             empty (do not)
@@ -20,17 +23,27 @@ Keys that tune a Kafka client's retries, timeouts, buffers or identity (:data:`I
 time. Any other key, or a value seglog does not support, raises
 :class:`~seglog.errors.InvalidConfigError` naming the key and the file: a security setting
 silently dropped could send a password in clear.
+
+Keys and certificates, as Kafka's clients read them: one store is given either as a file or
+inline, never both; an inline key needs its chain and back. Inline PEM may have lost its line
+breaks (one properties line, or backslash continuations) and is re-wrapped. An encrypted key
+(``-----BEGIN ENCRYPTED PRIVATE KEY-----``) is decrypted with ``ssl.key.password``; without
+one (or with an empty one) the error says the key is encrypted, never a terminal prompt, and a
+password that does not decrypt it is named as wrong (the password itself is never shown).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import ssl
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from seglog.broker.security.plain import parse_jaas_options
 from seglog.broker.security.scram import SCRAM_MECHANISMS
+from seglog.broker.security.tls import normalize_pem
 from seglog.errors import InvalidConfigError
 from seglog.format.properties import parse_properties
 
@@ -39,8 +52,11 @@ MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
 READ = {
     "security.protocol",
     "ssl.truststore.location",
+    "ssl.truststore.certificates",
     "ssl.truststore.type",
     "ssl.keystore.location",
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
     "ssl.keystore.type",
     "ssl.key.password",
     "ssl.endpoint.identification.algorithm",
@@ -126,6 +142,17 @@ def _ssl_context(props: dict[str, str], where: str) -> ssl.SSLContext:
             raise InvalidConfigError(
                 f"{where}: {key}={props[key]} is not supported; only PEM files are read"
             )
+    for one, other in (
+        ("ssl.truststore.location", "ssl.truststore.certificates"),
+        ("ssl.keystore.location", "ssl.keystore.key"),
+        ("ssl.keystore.location", "ssl.keystore.certificate.chain"),
+    ):
+        if one in props and other in props:
+            raise InvalidConfigError(f"{where}: {one} and {other} name the same store: keep one")
+    if ("ssl.keystore.key" in props) != ("ssl.keystore.certificate.chain" in props):
+        raise InvalidConfigError(
+            f"{where}: ssl.keystore.key and ssl.keystore.certificate.chain go together"
+        )
     context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH)
     algorithm = props.get("ssl.endpoint.identification.algorithm", "https").strip().lower()
     if algorithm not in ("https", ""):
@@ -133,20 +160,68 @@ def _ssl_context(props: dict[str, str], where: str) -> ssl.SSLContext:
             f"{where}: ssl.endpoint.identification.algorithm={algorithm} is not https or empty"
         )
     context.check_hostname = algorithm == "https"
-    truststore = props.get("ssl.truststore.location")
-    try:
-        key = "ssl.truststore.location"
-        if truststore:
-            context.load_verify_locations(cafile=truststore)
-        keystore = props.get("ssl.keystore.location")
-        key = "ssl.keystore.location"
-        if keystore:
-            context.load_cert_chain(keystore, password=props.get("ssl.key.password", ""))
-        elif "ssl.key.password" in props:
-            raise InvalidConfigError(f"{where}: ssl.key.password without ssl.keystore.location")
-    except (OSError, ssl.SSLError) as error:
-        raise InvalidConfigError(f"{where}: {key}: {error}") from None
+    _load_truststore(context, props, where)
+    if "ssl.keystore.location" in props:
+        _load_keystore(context, props["ssl.keystore.location"], props, where)
+    elif "ssl.keystore.key" in props:
+        key = normalize_pem(props["ssl.keystore.key"], f"{where}: ssl.keystore.key")
+        chain = props["ssl.keystore.certificate.chain"]
+        chain = normalize_pem(chain, f"{where}: ssl.keystore.certificate.chain")
+        # The ssl module loads keys from files only: a private directory, removed at once.
+        with tempfile.TemporaryDirectory(prefix="seglog-cli-tls-") as private:
+            path = os.path.join(private, "keystore.pem")
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(key + chain)
+            _load_keystore(context, path, props, where)
+    elif "ssl.key.password" in props:
+        raise InvalidConfigError(f"{where}: ssl.key.password without a keystore")
     return context
+
+
+def _load_truststore(context: ssl.SSLContext, props: dict[str, str], where: str) -> None:
+    try:
+        if "ssl.truststore.location" in props:
+            context.load_verify_locations(cafile=props["ssl.truststore.location"])
+        elif "ssl.truststore.certificates" in props:
+            key = f"{where}: ssl.truststore.certificates"
+            context.load_verify_locations(
+                cadata=normalize_pem(props["ssl.truststore.certificates"], key)
+            )
+    except (OSError, ssl.SSLError, ValueError) as error:
+        key = "location" if "ssl.truststore.location" in props else "certificates"
+        raise InvalidConfigError(f"{where}: ssl.truststore.{key}: {error}") from None
+
+
+def _load_keystore(context: ssl.SSLContext, path: str, props: dict[str, str], where: str) -> None:
+    """Load the client key and chain from ``path``; errors name the user's setting and say
+    whether the key is encrypted (see the module docstring)."""
+    location = props.get("ssl.keystore.location")
+    shown = f"{where}: " + (f"ssl.keystore.location={location}" if location else "ssl.keystore.key")
+    given = props.get("ssl.key.password", "")
+    asked: list[bool] = []
+
+    def password() -> str:
+        asked.append(True)
+        if not given:
+            raise InvalidConfigError(f"{shown}: the private key is encrypted: set ssl.key.password")
+        return given
+
+    try:
+        context.load_cert_chain(path, password=password)
+    except ssl.SSLError as error:
+        if error.reason == "KEY_VALUES_MISMATCH":
+            problem = "the private key does not match the certificate"
+        elif asked:
+            problem = "wrong ssl.key.password: it does not decrypt the private key"
+        else:
+            problem = (
+                f"cannot load a private key and its certificate chain ({error.reason or error}"
+                "; the PEM needs both)"
+            )
+        raise InvalidConfigError(f"{shown}: {problem}") from None
+    except OSError as error:
+        raise InvalidConfigError(f"{shown}: {error.strerror or error}") from None
 
 
 def security_of(args: argparse.Namespace) -> ClientSecurity:
