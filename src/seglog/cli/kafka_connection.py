@@ -66,6 +66,7 @@ class KafkaConnection:
         self.address = ""
         self._client_id = client_id
         self._correlation = 0
+        self._received = 0
         problems: list[str] = []
         for entry in (e for e in bootstrap.split(",") if e.strip()):
             host, port = _address(entry)
@@ -88,13 +89,29 @@ class KafkaConnection:
                 "cannot connect to " + "; ".join(problems or [repr(bootstrap)])
             )
         try:
-            versions = self.call(messages.ApiVersionsRequest(), 0, messages.ApiVersionsResponse)
+            versions = self._first_call(security)
             self._versions = {k.api_key: (k.min_version, k.max_version) for k in versions.api_keys}
             if security.mechanism is not None:
                 self._authenticate(security)
         except BrokerConnectionError:
             self.close()
             raise
+
+    def _first_call(self, security: ClientSecurity) -> messages.ApiVersionsResponse:
+        """ApiVersions v0. Over TLS 1.3 the server checks the client's certificate after the
+        client's side of the handshake is done, and a server that refuses it may close the
+        connection without a TLS alert (``seglog serve`` does): a TLS connection that ends
+        before the first byte of this answer gets a hint naming the keystore settings."""
+        try:
+            return self.call(messages.ApiVersionsRequest(), 0, messages.ApiVersionsResponse)
+        except BrokerConnectionError as error:
+            if security.ssl_context is None or self._received:
+                raise
+            raise BrokerConnectionError(
+                f"{error} (the TLS session was refused after the handshake: does the server "
+                "require a client certificate it was not shown or does not trust? "
+                "see ssl.keystore.location or ssl.keystore.key)"
+            ) from None
 
     def _authenticate(self, security: ClientSecurity) -> None:
         """SaslHandshake v1, then SaslAuthenticate v1 with the mechanism's tokens."""
@@ -204,4 +221,5 @@ class KafkaConnection:
                     f"{self.address} closed the connection after {len(data)} of {size} bytes"
                 )
             data += chunk
+            self._received += len(chunk)
         return bytes(data)
