@@ -10,6 +10,9 @@ client certificates, each as ``<name>.crt`` + ``<name>.key``:
 * ``expired``: signed by the CA, valid from 30 days ago until yesterday;
 * ``stranger``: signed by a CA the server does not trust.
 
+That other CA is written too (``other-ca.pem``): a client trusting only it cannot verify the
+server.
+
 EC P-256 keys: quick to make, and every client here (OpenSSL underneath) speaks them.
 """
 
@@ -46,6 +49,11 @@ class Pki:
     @property
     def server_keystore_encrypted(self) -> Path:
         return self.root / "server-encrypted.pem"
+
+    @property
+    def other_ca(self) -> Path:
+        """The CA that signed ``stranger``, which did not sign the server's certificate."""
+        return self.root / "other-ca.pem"
 
     def cert(self, name: str) -> Path:
         return self.root / f"{name}.crt"
@@ -137,6 +145,7 @@ def make_pki(root: Path) -> Pki:
     ca_name, other_ca_name = _name(O="seglog tests", CN="test CA"), _name(CN="other CA")
     ca = issue(ca_name, ca_key, ca=True)
     (root / "ca.pem").write_bytes(cert_pem(ca))
+    (root / "other-ca.pem").write_bytes(cert_pem(issue(other_ca_name, other_ca_key, ca=True)))
     server_key = new_key()
     server = issue(_name(CN="localhost"), server_key, (ca_name, ca_key), server=True)
     chain = cert_pem(server) + cert_pem(ca)
