@@ -195,6 +195,8 @@ class KafkaServer:
     ) -> None:
         peer = writer.get_extra_info("peername")
         host = str(peer[0] if isinstance(peer, tuple) else "unknown")
+        # as bound (port 0 configured: the port chosen), so log lines name the real address
+        listener = next((b for b in self.bound if b.name == listener.name), listener)
         if self._stopping or len(self._connections) >= self.config.max_connections:
             self.stats.refused += 1
             writer.close()
