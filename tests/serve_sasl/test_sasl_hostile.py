@@ -18,6 +18,7 @@ seen dropped within the test's patience).
 from __future__ import annotations
 
 import os
+import ssl
 import struct
 import sys
 from collections.abc import Callable
@@ -237,25 +238,40 @@ def test_flood_of_failed_logins(sasl_serve: SaslServe, transport: Transport) -> 
     healthy(sasl_serve, transport, "after-flood")
 
 
+def _tls_then_garbage_or_nothing(server: SaslServe, transport: Transport) -> list[bool]:
+    """TLS connections that, once the handshake is made, send no Kafka frame; for each that
+    waits for it, whether the server closed the connection."""
+    with transport.connect(server):
+        pass  # gone at once, no close_notify
+    with transport.connect(server) as conn:
+        assert isinstance(conn.sock, ssl.SSLSocket)
+        conn.sock.unwrap()  # close_notify, answered by the server's, then gone
+    closed = []
+    for garbage in (b"\xff" * 64, b"GET / HTTP/1.1\r\n\r\n", b"\0\0\0\x20" + os.urandom(32)):
+        with transport.connect(server) as conn:
+            conn.sock.sendall(garbage)
+            closed.append(conn.closed_by_peer())
+    for beneath in (b"\x17\x03\x03\x00\x40" + os.urandom(64), b"\x00" * 300):
+        with transport.connect(server) as conn:
+            conn.raw_tcp().sendall(beneath)
+            closed.append(conn.closed_by_peer())
+    return closed
+
+
 @tls_only
 def test_tls_made_then_garbage_or_nothing(
     sasl_serve: SaslServe, transport: Transport, kcat: str
 ) -> None:
     """The TLS handshake succeeds, then no Kafka frame: the client leaves (with or without
     close_notify), sends garbage inside TLS, or garbage beneath it (a forged application-data
-    record, bytes that are no TLS record). Each connection alone is closed."""
-    with transport.connect(sasl_serve):
-        pass  # gone at once, no close_notify
-    with transport.connect(sasl_serve) as conn:
-        assert conn.sock.unwrap() is not None  # close_notify, then gone
-    for garbage in (b"\xff" * 64, b"GET / HTTP/1.1\r\n\r\n", b"\0\0\0\x20" + os.urandom(32)):
-        with transport.connect(sasl_serve) as conn:
-            conn.sock.sendall(garbage)
-            assert conn.closed_by_peer()
-    for beneath in (b"\x17\x03\x03\x00\x40" + os.urandom(64), b"\x00" * 300):
-        with transport.connect(sasl_serve) as conn:
-            conn.raw_tcp().sendall(beneath)
-            assert conn.closed_by_peer()
+    record, bytes that are no TLS record), over and over while kcat produces and consumes.
+    Each connection alone is closed."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        hostile = _tls_then_garbage_or_nothing
+        rounds = [pool.submit(hostile, sasl_serve, transport) for _ in range(8)]
+        healthy(sasl_serve, transport, "during-tls-garbage", *clients_of(kcat, "kcat"))
+        assert [f.result(timeout=PATIENCE_S) for f in rounds] == [[True] * 5] * 8
+    assert "Traceback" not in sasl_serve.log(), sasl_serve.log()[-3000:]
     healthy(sasl_serve, transport, "after-tls-garbage", *clients_of(kcat, "kcat"))
 
 
