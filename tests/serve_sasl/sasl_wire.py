@@ -1,9 +1,17 @@
-"""A raw Kafka connection for hostile SASL tests: exact frames, cut-short exchanges, garbage."""
+"""A raw Kafka connection for hostile SASL tests: exact frames, cut-short exchanges, garbage,
+over plain TCP (``SASL_PLAINTEXT``) or inside TLS (``SASL_SSL``), and TLS half-done.
+
+:func:`tls_client_context` trusts the test CA (and checks the server's name, 127.0.0.1);
+:func:`partial_client_hello` is the first part of a real ClientHello, for a client that stops
+half-way through the TLS handshake.
+"""
 
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
+from pathlib import Path
 from typing import Any
 
 from seglog.protocol import codec, messages
@@ -25,11 +33,53 @@ def request_frame(api_key: int, version: int, body: Any, correlation_id: int = 1
     return _SIZE.pack(len(payload)) + payload
 
 
-class RawConnection:
-    """One socket to the server."""
+def tls_client_context(ca: Path) -> ssl.SSLContext:
+    """A client TLS context trusting only ``ca``, checking the server's certificate and name."""
+    return ssl.create_default_context(cafile=str(ca))
 
-    def __init__(self, host_port: tuple[str, int], timeout_s: float = 30.0) -> None:
-        self.sock = socket.create_connection(host_port, timeout=timeout_s)
+
+def partial_client_hello(context: ssl.SSLContext, host: str) -> bytes:
+    """The first half of the ClientHello ``context`` would send to ``host`` (a TLS record
+    header and part of its handshake message: never a whole record)."""
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_hostname=host)
+    try:
+        tls.do_handshake()
+    except ssl.SSLWantReadError:  # it waits for the ServerHello: the ClientHello is out
+        hello = outgoing.read()
+    else:
+        raise AssertionError("a TLS handshake finished without a server")
+    assert hello[:1] == b"\x16", "a TLS handshake record"
+    return hello[: len(hello) // 2]
+
+
+class RawConnection:
+    """One socket to the server; inside TLS when given a client ``tls`` context (the handshake
+    is made here, so the server has accepted the connection as TLS before any Kafka byte)."""
+
+    def __init__(
+        self,
+        host_port: tuple[str, int],
+        timeout_s: float = 30.0,
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
+        sock = socket.create_connection(host_port, timeout=timeout_s)
+        if tls is not None:
+            try:
+                sock = tls.wrap_socket(sock, server_hostname=host_port[0])
+            except BaseException:
+                sock.close()
+                raise
+        self.sock: socket.socket = sock
+
+    def raw_tcp(self) -> socket.socket:
+        """The TCP socket under the TLS layer, the TLS state dropped (no close_notify sent):
+        what is written to it next reaches the server's TLS layer as is."""
+        assert isinstance(self.sock, ssl.SSLSocket)
+        timeout = self.sock.gettimeout()
+        self.sock = socket.socket(fileno=self.sock.detach())
+        self.sock.settimeout(timeout)
+        return self.sock
 
     def close(self) -> None:
         self.sock.close()
@@ -67,6 +117,6 @@ class RawConnection:
                 pass
         except TimeoutError:
             return False
-        except ConnectionResetError:
+        except (ConnectionResetError, ssl.SSLEOFError):
             return True
         return True
