@@ -65,6 +65,8 @@ class FrameProtocol(asyncio.BufferedProtocol):
         self._spare: bytearray | None = None  # a released buffer, reused by _make_room
         self._reading_paused = False
         self._eof = False
+        # why the transport was lost (e.g. an ssl.SSLError: a record that fails to decrypt)
+        self.lost_error: Exception | None = None
         self._read_waiter: asyncio.Future[None] | None = None
         self._writing_paused = False
         self._drain_waiters: list[asyncio.Future[None]] = []
@@ -108,6 +110,7 @@ class FrameProtocol(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._eof = True
+        self.lost_error = exc
         self._wake()
         for waiter in self._drain_waiters:
             if not waiter.done():

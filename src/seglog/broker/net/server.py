@@ -37,6 +37,8 @@ one under ``ssl.client.auth=required``) never reaches a handler: its connection 
 failure counted (``ServerStats.tls_failed``) and logged at INFO with OpenSSL's reason (asyncio
 closes the socket without sending the TLS alert, so the client sees the connection closed); a
 silent client loses its connection after ``min(connections.max.idle.ms, 60 s)`` of handshake.
+After the handshake, bytes that are no TLS record or a record that fails to decrypt end the
+connection, logged at INFO with OpenSSL's reason (``TLS error on <listener>``).
 Connections in their handshake count against ``max.connections``. Each connection's
 :class:`Session` is set here: its listener and security protocol, the principal of its client
 certificate (``User:<DN>``, see :mod:`seglog.broker.security.principal`) and
@@ -233,6 +235,9 @@ class KafkaServer:
             pass  # the client went away mid-frame, or the connection idled out
         finally:
             self._connections.discard(connection)
+        if connection.tcp_writer is not None and isinstance(reader.lost_error, ssl.SSLError):
+            # after the handshake: bytes that are no TLS record, or one that fails to decrypt
+            LOG.info("closing %s: TLS error on %s: %s", host, listener, reader.lost_error)
         writer.close()
         with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
             await writer.wait_closed()
