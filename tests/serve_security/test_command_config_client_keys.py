@@ -163,8 +163,8 @@ def test_a_refused_client_certificate_is_explained(
     server: TlsServe, pki: Pki, tmp_path: Path, who: str
 ) -> None:
     """No client certificate, or one from a CA the server does not trust: under TLS 1.3 the
-    client's handshake completes and the server then closes the connection; the CLI says the
-    session was refused and names the keystore settings."""
+    client's handshake completes and the server then refuses it with a TLS alert; the CLI shows
+    the alert, says the session was refused and names the keystore settings."""
     lines = ["security.protocol=SSL", f"ssl.truststore.location={pki.ca}"]
     if who == "stranger":
         keystore = tmp_path / "stranger.pem"
@@ -175,5 +175,7 @@ def test_a_refused_client_certificate_is_explained(
     assert code == 1, (out, err)
     assert err.startswith("seglog: error:") and server.bootstrap("SSL") in err, err
     assert "the TLS session was refused" in err and "ssl.keystore.location" in err, err
+    # with the server's TLS alert naming the refusal
+    assert {"nobody": "alert certificate required", "stranger": "alert unknown ca"}[who] in err
     assert f"never-{who}" not in listed(server, tmp_path, pki)
     assert server.alive()

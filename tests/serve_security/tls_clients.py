@@ -229,10 +229,15 @@ def host_port(address: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def kafka_response_over_tls(address: str, pki: Pki, identity: str | None) -> bytes:
-    """Handshake (trusting the test CA, presenting ``identity``'s certificate if given), send
-    ApiVersions and return the response's bytes; raises ``ssl.SSLError`` or ``EOFError``."""
+def kafka_response_over_tls(
+    address: str, pki: Pki, identity: str | None, version: ssl.TLSVersion | None = None
+) -> bytes:
+    """Handshake (trusting the test CA, presenting ``identity``'s certificate if given, at most
+    TLS ``version`` if given), send ApiVersions and return the response's bytes; raises
+    ``ssl.SSLError`` or ``EOFError``."""
     context = ssl.create_default_context(cafile=str(pki.ca))
+    if version is not None:
+        context.maximum_version = version
     if identity is not None:
         context.load_cert_chain(str(pki.cert(identity)), str(pki.key(identity)))
     with (

@@ -99,9 +99,10 @@ class KafkaConnection:
 
     def _first_call(self, security: ClientSecurity) -> messages.ApiVersionsResponse:
         """ApiVersions v0. Over TLS 1.3 the server checks the client's certificate after the
-        client's side of the handshake is done, and a server that refuses it may close the
-        connection without a TLS alert (``seglog serve`` does): a TLS connection that ends
-        before the first byte of this answer gets a hint naming the keystore settings."""
+        client's side of the handshake is done, so its refusal arrives with this answer: a TLS
+        alert (``seglog serve`` and Kafka send one: ``certificate required``, ``unknown ca``) or,
+        from a server that sends none, the connection closing. Either, before the first byte of
+        the answer, gets a hint naming the keystore settings."""
         try:
             return self.call(messages.ApiVersionsRequest(), 0, messages.ApiVersionsResponse)
         except BrokerConnectionError as error:

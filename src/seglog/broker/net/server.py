@@ -34,9 +34,11 @@ Listeners (:mod:`seglog.broker.server_config`): one socket per listener; ``SSL``
 until ``loop.start_tls`` has made the handshake, and serves requests only once it succeeded,
 so a client that fails it (a plaintext client, an expired or untrusted certificate, a missing
 one under ``ssl.client.auth=required``) never reaches a handler: its connection is closed, the
-failure counted (``ServerStats.tls_failed``) and logged at INFO with OpenSSL's reason (asyncio
-closes the socket without sending the TLS alert, so the client sees the connection closed); a
-silent client loses its connection after ``min(connections.max.idle.ms, 60 s)`` of handshake.
+failure counted (``ServerStats.tls_failed``) and logged at INFO with OpenSSL's reason, and
+the client is sent OpenSSL's TLS alert first, as a Kafka broker sends it, so it can say why
+(``certificate expired``, ``certificate required``, ...; asyncio alone would drop it, see
+:mod:`seglog.broker.security.tls_alert`); a silent client loses its connection after
+``min(connections.max.idle.ms, 60 s)`` of handshake.
 After the handshake, bytes that are no TLS record or a record that fails to decrypt end the
 connection, logged at INFO with OpenSSL's reason (``TLS error on <listener>``).
 Connections in their handshake count against ``max.connections``. Each connection's
@@ -77,6 +79,7 @@ from seglog.broker.security.principal_rules import (
     PrincipalRule,
 )
 from seglog.broker.security.tls import server_context
+from seglog.broker.security.tls_alert import ALERT_SINK
 from seglog.broker.server_config import Listener, ServerConfig
 from seglog.broker.session import ANONYMOUS, Session
 from seglog.errors import InvalidCertificateError
@@ -255,18 +258,19 @@ class KafkaServer:
         closed)."""
         loop = asyncio.get_running_loop()
         handshake_s = min(TLS_HANDSHAKE_MAX_S, self.config.connections_max_idle_ms / 1000)
+        raw = writer.transport
+        # a failed handshake sends its TLS alert through the raw connection (tls_alert)
+        sink = ALERT_SINK.set(lambda alert: None if raw.is_closing() else raw.write(alert))
         try:
             transport = await loop.start_tls(
-                writer.transport,
-                reader,
-                context,
-                server_side=True,
-                ssl_handshake_timeout=handshake_s,
+                raw, reader, context, server_side=True, ssl_handshake_timeout=handshake_s
             )
         except (OSError, TimeoutError) as error:  # ssl.SSLError is an OSError
             self.stats.tls_failed += 1
             LOG.info("closing %s: TLS handshake on %s failed: %s", host, listener, _why(error))
             return None
+        finally:
+            ALERT_SINK.reset(sink)
         if transport is None:  # the client closed during the handshake
             self.stats.tls_failed += 1
             return None

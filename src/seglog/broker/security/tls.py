@@ -50,6 +50,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from seglog.broker.security.principal_rules import DEFAULT_RULES, PrincipalRule, parse_rules
+from seglog.broker.security.tls_alert import AlertingContext
 from seglog.errors import InvalidConfigError
 
 CLIENT_AUTH = ("required", "requested", "none")
@@ -202,7 +203,7 @@ def server_context(settings: TlsSettings) -> ssl.SSLContext:
         InvalidConfigError: a file is missing, is not PEM, or holds a key that does not match
             its certificate or cannot be decrypted; the message names the key and the file.
     """
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context = AlertingContext(ssl.PROTOCOL_TLS_SERVER)  # sends a failed handshake's alert
     versions = sorted(PROTOCOL_VERSIONS[p] for p in settings.protocols)
     context.minimum_version, context.maximum_version = versions[0], versions[-1]
     if settings.keystore_location is not None:
