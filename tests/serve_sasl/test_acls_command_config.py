@@ -12,7 +12,7 @@ import pytest
 from sasl_server import ADMIN_PASSWORD, ALICE_PASSWORD, add_user, sasl_ssl_properties
 from sasl_server import seglog as seglog_cli
 from tls_certs import Pki
-from tls_server import TlsServe
+from tls_server import TlsServe, serve_for_fixture
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 
@@ -26,12 +26,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[TlsSe
         "authorizer.class.name": AUTHORIZER,
         "super.users": "User:admin",
     }
-    served = TlsServe(data_dir, properties)
-    try:
-        yield served.start()
-        served.stop()
-    finally:
-        served.kill()
+    yield from serve_for_fixture(TlsServe(data_dir, properties))
 
 
 def command_config(tmp_path: Path, pki: Pki, mechanism: str, user: str, password: str) -> Path:

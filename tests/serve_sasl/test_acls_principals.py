@@ -28,7 +28,7 @@ from sasl_server import ADMIN_PASSWORD, ALICE_PASSWORD, add_user, sasl_ssl_prope
 from sasl_server import seglog as seglog_cli
 from tls_certs import ALICE_PRINCIPAL, Pki
 from tls_clients import kafka_response_over_tls, librdkafka_ssl, read_over_ssl
-from tls_server import TlsServe
+from tls_server import TlsServe, serve_for_fixture
 
 BOB_PASSWORD = "bob-secret"
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -66,12 +66,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[TlsSe
         "super.users": "User:admin",
         "listener.name.ssl.ssl.client.auth": "required",
     }
-    served = TlsServe(data_dir, properties)
-    try:
-        yield served.start()
-        served.stop()
-    finally:
-        served.kill()
+    yield from serve_for_fixture(TlsServe(data_dir, properties))
 
 
 def sasl(server: TlsServe) -> str:

@@ -28,6 +28,7 @@ from sasl_server import (
     partition_dirs,
 )
 from sasl_server import seglog as seglog_cli
+from tls_server import serve_for_fixture
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 WRONG = "not-the-password"
@@ -44,12 +45,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SaslServe]:
         "authorizer.class.name": AUTHORIZER,
         "super.users": "User:admin",
     }
-    served = SaslServe(data_dir, settings)
-    try:
-        yield served.start()
-        served.stop()
-    finally:
-        served.kill()
+    yield from serve_for_fixture(SaslServe(data_dir, settings))
 
 
 def command_config(tmp_path: Path, mechanism: str, user: str, password: str) -> Path:

@@ -24,7 +24,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from tls_certs import ALICE_PRINCIPAL, Pki, key_pem
-from tls_server import SRC, TIMEOUT_S, TlsServe, tls_properties
+from tls_server import SRC, TIMEOUT_S, TlsServe, serve_for_fixture, tls_properties
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 PASSWORD = "alice-key-s3cret"
@@ -39,12 +39,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[TlsSe
         client_auth="required",
         **{"authorizer.class.name": AUTHORIZER, "super.users": ALICE_PRINCIPAL},
     )
-    served = TlsServe(data_dir, properties)
-    try:
-        yield served.start()
-        served.stop()
-    finally:
-        served.kill()
+    yield from serve_for_fixture(TlsServe(data_dir, properties))
 
 
 def encrypted_key(pki: Pki) -> str:

@@ -15,8 +15,9 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 from tls_certs import Pki
 
@@ -132,3 +133,23 @@ def tls_properties(pki: Pki, client_auth: str = "none", **extra: str) -> dict[st
 
 
 TlsFactory = Callable[..., TlsServe]
+
+
+class _Serving(Protocol):
+    def start(self) -> _Serving: ...
+    def stop(self) -> None: ...
+    def kill(self) -> None: ...
+
+
+S = TypeVar("S", bound=_Serving)
+
+
+def serve_for_fixture(served: S) -> Iterator[S]:
+    """A fixture's body: start ``served``, hand it out, then stop it (exit 0 asserted), and
+    kill it whatever happened (``yield from serve_for_fixture(TlsServe(...))``)."""
+    try:
+        served.start()
+        yield served
+        served.stop()
+    finally:
+        served.kill()
