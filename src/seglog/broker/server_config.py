@@ -10,6 +10,7 @@ listeners                              PLAINTEXT://127.0.0.1:9092  where to acce
 listener.security.protocol.map         NAME:NAME for Kafka's four  each listener's protocol
 advertised.listeners                   the bound listener          what Metadata tells clients
 seglog.allow.insecure.listeners        false                       see "Safe defaults"
+seglog.ssl.reload.check.ms             5000                        see "Certificate rotation"
 socket.request.max.bytes               104857600                   largest request frame
 queued.max.requests                    500                         requests read, not answered
 max.connections                        2147483647                  open client connections
@@ -48,6 +49,15 @@ is configured (``authorizer.class.name``) or ``seglog.allow.insecure.listeners=t
 with that setting the server starts and logs a warning per such listener
 (:attr:`ServerConfig.insecure_listeners`). A host name is judged by its text, never resolved:
 only ``localhost`` counts as loopback.
+
+**Certificate rotation.** When the PEM files of a TLS listener (``ssl.keystore.location``,
+``ssl.truststore.location``) change on disk, new connections use the new key, certificate and
+CAs; open connections keep theirs (:mod:`seglog.broker.security.tls_reload`). The files are
+checked on an accepted connection, at most once per ``seglog.ssl.reload.check.ms`` (0: never,
+the files are read at start only). New files that do not make a valid TLS context (a key not
+matching its certificate, PEM that does not parse) are not applied: the server keeps the
+previous ones and logs a warning once per change. The setting is broker-wide: Kafka's way
+(``ssl.*`` as a dynamic broker config) needs a config API seglog does not have.
 """
 
 from __future__ import annotations
@@ -61,6 +71,7 @@ from seglog.broker.groups.group_config import GroupConfig
 from seglog.broker.properties import bool_setting, int_setting
 from seglog.broker.security.sasl_config import SaslConfig
 from seglog.broker.security.tls import TlsSettings
+from seglog.broker.security.tls_reload import DEFAULT_RELOAD_CHECK_MS, RELOAD_CHECK_KEY
 from seglog.broker.session import SECURITY_PROTOCOLS
 from seglog.broker.txns.txn_config import TransactionConfig
 from seglog.errors import InvalidConfigError
@@ -230,6 +241,8 @@ class ServerConfig:
     tls: Mapping[str, TlsSettings] = field(default_factory=dict)
     # Unencrypted listeners reachable from other hosts, allowed explicitly: warned about.
     insecure_listeners: tuple[Listener, ...] = ()
+    # How often (at most) a TLS listener's PEM files are checked for a rotation; 0: never.
+    ssl_reload_check_ms: int = DEFAULT_RELOAD_CHECK_MS
     socket_request_max_bytes: int = 104_857_600
     queued_max_requests: int = 500
     max_connections: int = INT32_MAX
@@ -271,6 +284,7 @@ class ServerConfig:
                 if listener.encrypted
             },
             insecure_listeners=_insecure(props, listeners),
+            ssl_reload_check_ms=int_setting(props, RELOAD_CHECK_KEY, DEFAULT_RELOAD_CHECK_MS, 0),
             socket_request_max_bytes=int_setting(props, "socket.request.max.bytes", 104_857_600, 1),
             queued_max_requests=int_setting(props, "queued.max.requests", 500, 1),
             max_connections=int_setting(props, "max.connections", INT32_MAX, 0),

@@ -41,6 +41,11 @@ the client is sent OpenSSL's TLS alert first, as a Kafka broker sends it, so it 
 ``min(connections.max.idle.ms, 60 s)`` of handshake.
 After the handshake, bytes that are no TLS record or a record that fails to decrypt end the
 connection, logged at INFO with OpenSSL's reason (``TLS error on <listener>``).
+Each TLS listener's context is a :class:`ReloadingContext`: on an accepted connection, at most
+once per ``seglog.ssl.reload.check.ms``, its PEM files are checked and a rotation applied
+(new connections get the new certificates, open ones keep theirs; counted in
+``ServerStats.tls_reloads`` and ``tls_reload_failures``, see
+:mod:`seglog.broker.security.tls_reload`).
 Connections in their handshake count against ``max.connections``. Each connection's
 :class:`Session` is set here: its listener and security protocol, the principal of its client
 certificate (``User:<DN>``, see :mod:`seglog.broker.security.principal`) and
@@ -78,8 +83,8 @@ from seglog.broker.security.principal_rules import (
     NoMatchingRuleError,
     PrincipalRule,
 )
-from seglog.broker.security.tls import server_context
 from seglog.broker.security.tls_alert import ALERT_SINK
+from seglog.broker.security.tls_reload import ReloadingContext
 from seglog.broker.server_config import Listener, ServerConfig
 from seglog.broker.session import ANONYMOUS, Session
 from seglog.errors import InvalidCertificateError
@@ -122,6 +127,8 @@ class ServerStats:
     closed_bad: int = 0
     requests: int = 0
     tls_failed: int = 0
+    tls_reloads: int = 0
+    tls_reload_failures: int = 0
     active: set[int] = field(default_factory=set)
 
 
@@ -139,12 +146,15 @@ class KafkaServer:
         self._stopping = False
         self.stats = ServerStats()
         self.bound: list[Listener] = []
-        self._contexts: dict[str, ssl.SSLContext] = {}
+        self._contexts: dict[str, ReloadingContext] = {}
 
     async def start(self) -> list[Listener]:
         """Bind every listener (port 0: a free port); returns the bound addresses."""
         loop = asyncio.get_running_loop()
-        self._contexts = {name: server_context(tls) for name, tls in self.config.tls.items()}
+        self._contexts = {
+            name: ReloadingContext(tls, self.config.ssl_reload_check_ms)
+            for name, tls in self.config.tls.items()
+        }
         for listener in self.config.listeners:
             server = await loop.create_server(
                 functools.partial(
@@ -212,7 +222,7 @@ class KafkaServer:
         connection = _Connection(writer, asyncio.current_task(), peer=host)
         self._connections.add(connection)  # a handshake in progress counts as a connection
         try:
-            context = self._contexts.get(listener.name)
+            context = self._context(listener)
             if context is not None:
                 try:
                     secured = await self._handshake(listener, host, reader, writer, context)
@@ -244,6 +254,19 @@ class KafkaServer:
         writer.close()
         with contextlib.suppress(ConnectionError, OSError, asyncio.CancelledError):
             await writer.wait_closed()
+
+    def _context(self, listener: Listener) -> ssl.SSLContext | None:
+        """The TLS context of a new connection on ``listener`` (None: plaintext), rotated
+        first if its files changed and a check is due."""
+        reloading = self._contexts.get(listener.name)
+        if reloading is None:
+            return None
+        outcome = reloading.refresh(str(listener))
+        if outcome == "reloaded":
+            self.stats.tls_reloads += 1
+        elif outcome == "failed":
+            self.stats.tls_reload_failures += 1
+        return reloading.context
 
     async def _handshake(
         self,

@@ -25,6 +25,7 @@ from seglog.broker.security.principal_rules import DEFAULT_RULES, PrincipalRule,
 from seglog.errors import InvalidCertificateError
 
 _SEQUENCE, _SET, _OID, _CONTEXT_0 = 0x30, 0x31, 0x06, 0xA0
+_INTEGER, _UTC_TIME, _GENERALIZED_TIME = 0x02, 0x17, 0x18
 # Java's X500Principal RFC 2253 keywords.
 _KEYWORDS = {
     "2.5.4.3": "CN",
@@ -147,6 +148,33 @@ def subject_dn(certificate: bytes) -> str:
         rdns.append("+".join(values))
         at = set_end
     return ",".join(reversed(rdns))
+
+
+def certificate_summary(certificate: bytes) -> str:
+    """``subject <DN>, serial <hex>, not after <YYYY-MM-DD HH:MM:SS> UTC`` of a DER
+    certificate, for log lines (the DN as :func:`subject_dn` writes it).
+
+    Raises:
+        InvalidCertificateError: the structure does not parse.
+    """
+    start, end = _expect(certificate, 0, len(certificate), _SEQUENCE, "Certificate")
+    start, end = _expect(certificate, start, end, _SEQUENCE, "tbsCertificate")
+    tag, _, stop = _tlv(certificate, start, end)
+    at = stop if tag == _CONTEXT_0 else start  # version
+    serial_start, serial_end = _expect(certificate, at, end, _INTEGER, "serialNumber")
+    _, _, at = _tlv(certificate, serial_end, end)  # signature
+    _, _, at = _tlv(certificate, at, end)  # issuer
+    validity_start, validity_end = _expect(certificate, at, end, _SEQUENCE, "validity")
+    _, _, after_at = _tlv(certificate, validity_start, validity_end)  # notBefore
+    tag, time_start, time_end = _tlv(certificate, after_at, validity_end)
+    text = certificate[time_start:time_end].decode("ascii", "replace")
+    if tag == _UTC_TIME and text[:12].isdigit():  # YYMMDDHHMMSSZ; years 50-99 are 19xx
+        text = ("19" if int(text[:2]) >= 50 else "20") + text
+    elif tag != _GENERALIZED_TIME or not text[:14].isdigit():
+        raise InvalidCertificateError(f"notAfter has DER tag {tag:#04x}", position=after_at)
+    not_after = f"{text[0:4]}-{text[4:6]}-{text[6:8]} {text[8:10]}:{text[10:12]}:{text[12:14]}"
+    serial = certificate[serial_start:serial_end].hex().lstrip("0") or "0"
+    return f"subject {subject_dn(certificate)}, serial {serial}, not after {not_after} UTC"
 
 
 def principal_of_certificate(
