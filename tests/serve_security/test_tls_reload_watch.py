@@ -16,7 +16,9 @@ from tls_rotation import HOW, Ca, replace
 from seglog.broker.security.principal import certificate_summary
 from seglog.broker.security.tls import TlsSettings, server_context
 from seglog.broker.security.tls_reload import CertificateWatch, ReloadingContext
+from seglog.broker.server_config import ServerConfig
 from seglog.clock import ManualClock
+from seglog.errors import InvalidConfigError
 
 LISTENER = "SSL://127.0.0.1:9093"
 
@@ -226,3 +228,14 @@ def test_certificate_summary_matches_cryptography() -> None:
         assert summary == (
             f"subject CN=localhost, serial {cert.serial_number:x}, not after {after} UTC"
         )
+
+
+def test_check_interval_setting() -> None:
+    listeners = {"listeners": "PLAINTEXT://127.0.0.1:0"}
+    assert ServerConfig.from_properties(listeners).ssl_reload_check_ms == 5000
+    props = listeners | {"seglog.ssl.reload.check.ms": "0"}
+    assert ServerConfig.from_properties(props).ssl_reload_check_ms == 0
+    for bad, reason in (("-1", "below the minimum 0"), ("soon", "is not an integer")):
+        props = listeners | {"seglog.ssl.reload.check.ms": bad}
+        with pytest.raises(InvalidConfigError, match=f"seglog.ssl.reload.check.ms: .*{reason}"):
+            ServerConfig.from_properties(props)

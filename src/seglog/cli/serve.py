@@ -23,6 +23,8 @@ TLS from PEM (``ssl.keystore.location`` or the inline ``ssl.keystore.key`` /
 ``listener.name.<name>.ssl.*``; a client certificate names the principal ``User:<its DN>``. A
 listener reachable from other hosts without encryption needs an authorizer or
 ``seglog.allow.insecure.listeners=true``.
+PEM files replaced on disk are used by new connections without a restart (checked at most
+every ``seglog.ssl.reload.check.ms``, default 5000, 0: never).
 
 **Output.** Once the listeners are bound and the data dirs open, one line per listener on
 stdout, in the order of ``listeners``::
