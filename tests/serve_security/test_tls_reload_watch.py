@@ -3,6 +3,7 @@ a manual clock for the check interval (no sleeping)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import ssl
@@ -239,3 +240,39 @@ def test_check_interval_setting() -> None:
         props = listeners | {"seglog.ssl.reload.check.ms": bad}
         with pytest.raises(InvalidConfigError, match=f"seglog.ssl.reload.check.ms: .*{reason}"):
             ServerConfig.from_properties(props)
+
+
+def test_watch_follows_a_symlink_swap(tmp_path: Path) -> None:
+    """A Kubernetes Secret volume: ``server.pem -> ..data/server.pem``, ``..data`` swapped."""
+    for version in ("v1", "v2"):
+        (tmp_path / version).mkdir()
+        (tmp_path / version / "server.pem").write_bytes(b"same size " + version.encode())
+    (tmp_path / "..data").symlink_to("v1")
+    (tmp_path / "server.pem").symlink_to("..data/server.pem")
+    clock = ManualClock()
+    watch = CertificateWatch([str(tmp_path / "server.pem")], 100, clock)
+    (tmp_path / "..data.new").symlink_to("v2")
+    os.replace(tmp_path / "..data.new", tmp_path / "..data")
+    clock.advance(100)
+    assert watch.poll() is not None
+
+
+def test_a_new_key_encrypted_with_another_password_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    pems, clock = _Pems(tmp_path), ManualClock()
+    key, cert = pems.ca.server()
+    chain = cert_pem(cert) + pems.ca.pem
+    pems.keystore.write_bytes(key_pem(key, "first password") + chain)
+    settings = dataclasses.replace(pems.settings, key_password="first password")
+    reloading = ReloadingContext(settings, 100, clock)
+    caplog.set_level(logging.INFO, logger="seglog.serve")
+    key, cert = pems.ca.server()
+    chain = cert_pem(cert) + pems.ca.pem
+    replace(pems.keystore, key_pem(key, "another password") + chain, "rename")
+    clock.advance(100)
+    assert reloading.refresh(LISTENER) == "failed"
+    assert "ssl.key.password" in _warnings(caplog)[0]
+    replace(pems.keystore, key_pem(key, "first password") + chain, "rename")
+    clock.advance(100)
+    assert reloading.refresh(LISTENER) == "reloaded"
