@@ -23,7 +23,9 @@ a new one replaces it). Kafka needs a dynamic broker config for this; seglog has
   are refused, then applied when the second write lands. Files that change while being
   read (their fingerprints differ before and after) are neither applied nor warned about:
   they are tried again at the next check. A success is logged at INFO with the new leaf
-  certificate's subject, serial and expiry.
+  certificate's subject, serial and expiry. The rebuild runs on the server's event loop, once
+  per change (a few milliseconds: OpenSSL reads and checks the PEM files); a check that finds
+  nothing changed costs a ``stat`` per file, and an accept between checks a clock read.
 """
 
 from __future__ import annotations
