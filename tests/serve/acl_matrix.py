@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,7 +91,11 @@ class Row:
     """One request of the table (see the module docstring). ``build(names, prepared)`` is the
     request, ``outcome(response, names)`` what is compared, ``allowed`` the outcome with every
     need granted (None: anything but an authorization error); ``prepare(wire, names)`` runs
-    setup requests first (its result is ``prepared``), needing ``setup`` ACLs."""
+    setup requests first (its result is ``prepared``), needing the ``setup`` ACLs
+    (``(kind, operation)``; an operation ``!Op`` is a DENY of it); ``topics`` are the kinds of
+    topic created before the server starts; ``check_ok`` checks the disk after the allowed
+    request; an ``isolated`` row's allowed variant gets a server of its own in the cluster
+    table (its ACL would change the others' answers)."""
 
     id: str
     api_key: int
@@ -178,6 +182,24 @@ def _kind(kind: str) -> str:
 
 def start_server(data_dir: Path) -> ServeProcess:
     return ServeProcess(data_dir, DEFAULT_PROPERTIES | AUTHORIZER).start()
+
+
+def serve_rows(data_dir: Path, rows: list[Row]) -> Iterator[ServeProcess]:
+    """A module fixture's body: one server holding the topics and ACLs of every variant of
+    ``rows``, stopped (exit status 0) after the module."""
+    topics = [row.names(v).of(kind) for row, v in cases(rows) for kind in row.topics]
+    prepare_directory(data_dir, topics, [g for row, v in cases(rows) for g in row.grants(v)])
+    process = start_server(data_dir)
+    try:
+        yield process
+        process.stop()
+    finally:
+        process.kill()
+
+
+def listed(found: set[str], name: str) -> str:
+    """The outcome of a filtering API: whether ``name`` is among what it answered."""
+    return LISTED if name in found else HIDDEN
 
 
 def disk_state(data_dir: Path) -> dict[str, str]:

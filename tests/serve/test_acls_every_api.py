@@ -1,4 +1,4 @@
-"""Every served API's authorization on topics, groups and transactional ids, as one table.
+"""Every served API's authorization on topics and groups, as one table.
 
 One ``seglog serve`` (PLAINTEXT, principal ``User:ANONYMOUS``, the authorizer on, no ACL on the
 cluster) serves the whole module; each row variant has its own topic, group and transactional id
@@ -6,7 +6,9 @@ cluster) serves the whole module; each row variant has its own topic, group and 
 every ACL it needs (and nothing more, apart from what its own setup needs) is not refused (its
 success is checked where cheap); without any one of them the answer is Kafka's code (or Kafka's
 filtering) and the data directory is unchanged. The operations and codes are those of Kafka's
-``KafkaApis``. Cluster-level checks are in ``test_acls_every_api_cluster.py``.
+``KafkaApis``. Transactional requests are in ``test_acls_every_api_txn.py``, cluster-level
+checks in ``test_acls_every_api_cluster.py``; :func:`test_every_served_api_has_a_row` holds
+the three tables to every API the server serves.
 """
 
 from __future__ import annotations
@@ -25,10 +27,9 @@ from acl_matrix import (
     commit_offset,
     commit_request,
     first_partition_code,
-    init_producer,
-    prepare_directory,
+    listed,
     run_case,
-    start_server,
+    serve_rows,
 )
 from serve_harness import ServeProcess
 
@@ -38,17 +39,7 @@ from serve_wire import build_batch, produce_request
 TOPIC, GROUP, TXN = 29, 30, 53
 
 
-def _batch(transactional: bool = False) -> bytes:
-    if transactional:
-        return build_batch(
-            [b"k"],
-            [b"v"],
-            1_700_000_000_000,
-            producer_id=4242,
-            epoch=0,
-            base_sequence=0,
-            transactional=True,
-        )
+def _batch() -> bytes:
     return build_batch([b"k"], [b"v"], 1_700_000_000_000)
 
 
@@ -75,49 +66,6 @@ def _offset_fetch(group: str, topic: str | None) -> Any:
 def _offset_fetch_code(response: Any, names: Any) -> object:
     group = response.groups[0]
     return group.error_code or first_partition_code(group.topics)
-
-
-def _listed(found: set[str], name: str) -> str:
-    return LISTED if name in found else HIDDEN
-
-
-def _txn_offset_commit(names: Any, producer: tuple[int, int]) -> Any:
-    partition = m.TxnOffsetCommitRequestTxnOffsetCommitRequestPartition(
-        partition_index=0, committed_offset=0
-    )
-    return m.TxnOffsetCommitRequest(
-        transactional_id=names.txn,
-        group_id=names.group,
-        producer_id=producer[0],
-        producer_epoch=producer[1],
-        topics=[m.TxnOffsetCommitRequestTxnOffsetCommitRequestTopic(names.topic, [partition])],
-    )
-
-
-def _prepare_txn_offsets(wire: Any, names: Any) -> tuple[int, int]:
-    producer = init_producer(wire, names.txn)
-    wire.call(25, 3, m.AddOffsetsToTxnRequest(names.txn, producer[0], producer[1], names.group))
-    return producer
-
-
-def _prepare_txn_with_topic(wire: Any, names: Any) -> tuple[int, int]:
-    producer = init_producer(wire, names.txn)
-    topic = m.AddPartitionsToTxnRequestAddPartitionsToTxnTopic(name=names.topic, partitions=[0])
-    wire.call(
-        24,
-        3,
-        m.AddPartitionsToTxnRequest(
-            v3_and_below_transactional_id=names.txn,
-            v3_and_below_producer_id=producer[0],
-            v3_and_below_producer_epoch=producer[1],
-            v3_and_below_topics=[topic],
-        ),
-    )
-    return producer
-
-
-def _described_topics(response: Any, names: Any) -> str:
-    return _listed({t.topic for t in response.transaction_states[0].topics}, names.topic)
 
 
 def _config(resource_type: int, name: str) -> Any:
@@ -152,14 +100,6 @@ ROWS = [
         lambda r, _: r.responses[0].partition_responses[0].error_code,
         allowed=0,
         check_ok=_records_written,
-    ),
-    Row(
-        "produce-txn",
-        0,
-        9,
-        (Need("txn", "Write", TXN), Need("topic", "Write", TOPIC)),
-        lambda n, _: produce_request(n.topic, 0, _batch(True), transactional_id=n.txn),
-        lambda r, _: r.responses[0].partition_responses[0].error_code,
     ),
     Row(
         "fetch",
@@ -204,7 +144,7 @@ ROWS = [
         12,
         (Need("topic", "Describe", HIDDEN),),
         lambda n, _: m.MetadataRequest(topics=None),
-        lambda r, n: _listed({t.name for t in r.topics}, n.topic),
+        lambda r, n: listed({t.name for t in r.topics}, n.topic),
         allowed=LISTED,
     ),
     Row(
@@ -244,7 +184,7 @@ ROWS = [
         8,
         (Need("topic", "Describe", HIDDEN, deny=True),),
         lambda n, _: _offset_fetch(n.group, None),
-        lambda r, n: _listed({t.name for t in r.groups[0].topics}, n.topic),
+        lambda r, n: listed({t.name for t in r.groups[0].topics}, n.topic),
         allowed=LISTED,
         setup=(("group", "Read"), ("topic", "Read")),
         prepare=lambda w, n: commit_offset(w, n.group, n.topic),
@@ -255,16 +195,6 @@ ROWS = [
         4,
         (Need("group", "Describe", GROUP),),
         lambda n, _: m.FindCoordinatorRequest(key_type=0, coordinator_keys=[n.group]),
-        lambda r, _: r.coordinators[0].error_code,
-        allowed=0,
-        topics=(),
-    ),
-    Row(
-        "find-coordinator-txn",
-        10,
-        4,
-        (Need("txn", "Describe", TXN),),
-        lambda n, _: m.FindCoordinatorRequest(key_type=1, coordinator_keys=[n.txn]),
         lambda r, _: r.coordinators[0].error_code,
         allowed=0,
         topics=(),
@@ -337,7 +267,7 @@ ROWS = [
         4,
         (Need("group", "Describe", HIDDEN, deny=True),),
         lambda n, _: m.ListGroupsRequest(),
-        lambda r, n: _listed({g.group_id for g in r.groups}, n.group),
+        lambda r, n: listed({g.group_id for g in r.groups}, n.group),
         allowed=LISTED,
         setup=(("group", "Read"), ("topic", "Read")),
         prepare=lambda w, n: commit_offset(w, n.group, n.topic),
@@ -406,16 +336,6 @@ ROWS = [
         allowed=0,
     ),
     Row(
-        "init-producer-id",
-        22,
-        4,
-        (Need("txn", "Write", TXN),),
-        lambda n, _: m.InitProducerIdRequest(transactional_id=n.txn, transaction_timeout_ms=60_000),
-        lambda r, _: r.error_code,
-        allowed=0,
-        topics=(),
-    ),
-    Row(
         "offset-for-leader-epoch",
         23,
         4,
@@ -430,55 +350,6 @@ ROWS = [
         ),
         lambda r, _: first_partition_code(r.topics),
         allowed=0,
-    ),
-    Row(
-        "add-partitions-to-txn",
-        24,
-        3,
-        (Need("txn", "Write", TXN), Need("topic", "Write", TOPIC)),
-        lambda n, p: m.AddPartitionsToTxnRequest(
-            v3_and_below_transactional_id=n.txn,
-            v3_and_below_producer_id=p[0],
-            v3_and_below_producer_epoch=p[1],
-            v3_and_below_topics=[m.AddPartitionsToTxnRequestAddPartitionsToTxnTopic(n.topic, [0])],
-        ),
-        lambda r, _: (
-            r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code
-        ),
-        allowed=0,
-        prepare=lambda w, n: init_producer(w, n.txn),
-    ),
-    Row(
-        "add-offsets-to-txn",
-        25,
-        3,
-        (Need("txn", "Write", TXN), Need("group", "Read", GROUP)),
-        lambda n, p: m.AddOffsetsToTxnRequest(n.txn, p[0], p[1], n.group),
-        lambda r, _: r.error_code,
-        allowed=0,
-        topics=(),
-        prepare=lambda w, n: init_producer(w, n.txn),
-    ),
-    Row(
-        "end-txn",
-        26,
-        3,
-        (Need("txn", "Write", TXN),),
-        lambda n, p: m.EndTxnRequest(n.txn, p[0], p[1], committed=True),
-        lambda r, _: r.error_code,
-        allowed=0,
-        setup=(("topic", "Write"),),
-        prepare=_prepare_txn_with_topic,
-    ),
-    Row(
-        "txn-offset-commit",
-        28,
-        3,
-        (Need("txn", "Write", TXN), Need("group", "Read", GROUP), Need("topic", "Read", TOPIC)),
-        _txn_offset_commit,
-        lambda r, _: first_partition_code(r.topics),
-        allowed=0,
-        prepare=_prepare_txn_offsets,
     ),
     Row(
         "describe-configs",
@@ -587,38 +458,6 @@ ROWS = [
         lambda r, _: first_partition_code(r.topics),
         allowed=0,
     ),
-    Row(
-        "describe-transactions",
-        65,
-        0,
-        (Need("txn", "Describe", TXN),),
-        lambda n, _: m.DescribeTransactionsRequest(transactional_ids=[n.txn]),
-        lambda r, _: r.transaction_states[0].error_code,
-        topics=(),
-    ),
-    Row(
-        "describe-transactions-topics",
-        65,
-        0,
-        (Need("topic", "Describe", HIDDEN, deny=True),),
-        lambda n, _: m.DescribeTransactionsRequest(transactional_ids=[n.txn]),
-        _described_topics,
-        allowed=LISTED,
-        setup=(("txn", "Write"), ("topic", "Write")),
-        prepare=_prepare_txn_with_topic,
-    ),
-    Row(
-        "list-transactions",
-        66,
-        1,
-        (Need("txn", "Describe", HIDDEN, deny=True),),
-        lambda n, _: m.ListTransactionsRequest(),
-        lambda r, n: _listed({t.transactional_id for t in r.transaction_states}, n.txn),
-        allowed=LISTED,
-        setup=(("txn", "Write"),),
-        topics=(),
-        prepare=lambda w, n: init_producer(w, n.txn),
-    ),
     # A DENY beats an ALLOW: the same binding granted and denied is refused.
     Row(
         "deny-beats-allow-produce",
@@ -652,16 +491,7 @@ ROWS = [
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    data_dir = tmp_path_factory.mktemp("acl-matrix") / "data"
-    topics = [row.names(v).of(kind) for row, v in cases(ROWS) for kind in row.topics]
-    grants = [grant for row, v in cases(ROWS) for grant in row.grants(v)]
-    prepare_directory(data_dir, topics, grants)
-    process = start_server(data_dir)
-    try:
-        yield process
-        process.stop()
-    finally:
-        process.kill()
+    yield from serve_rows(tmp_path_factory.mktemp("acl-matrix") / "data", ROWS)
 
 
 @pytest.mark.parametrize(
@@ -673,8 +503,9 @@ def test_authorization(server: ServeProcess, row: Row, variant: str) -> None:
 
 def test_every_served_api_has_a_row() -> None:
     from test_acls_every_api_cluster import ROWS as CLUSTER_ROWS
+    from test_acls_every_api_txn import ROWS as TXN_ROWS
 
     from seglog.broker.app import all_handlers
 
     served = {h.api_key for h in all_handlers()} - {17, 18, 36}  # need no authorization
-    assert served == {row.api_key for row in [*ROWS, *CLUSTER_ROWS]}
+    assert served == {row.api_key for row in [*ROWS, *CLUSTER_ROWS, *TXN_ROWS]}
