@@ -283,7 +283,47 @@ def commit_offset(wire: WireClient, group: str, topic: str) -> int:
     return code
 
 
+def fetch_request(topic: str, replica_id: int = -1) -> Any:
+    """A Fetch of partition 0 from offset 0 (a follower's when ``replica_id`` >= 0)."""
+    partition = messages.FetchRequestFetchPartition(
+        partition=0, fetch_offset=0, partition_max_bytes=1024
+    )
+    return messages.FetchRequest(
+        replica_id=replica_id,
+        max_wait_ms=0,
+        topics=[messages.FetchRequestFetchTopic(topic=topic, partitions=[partition])],
+    )
+
+
+def set_config(resource_type: int, name: str, key: str, value: str) -> Any:
+    """One IncrementalAlterConfigs resource that SETs ``key`` to ``value``."""
+    return messages.IncrementalAlterConfigsRequestAlterConfigsResource(
+        resource_type=resource_type,
+        resource_name=name,
+        configs=[
+            messages.IncrementalAlterConfigsRequestAlterableConfig(
+                name=key, config_operation=0, value=value
+            )
+        ],
+    )
+
+
 def first_partition_code(topics: list[Any]) -> int:
     """The error code of the first partition of the first topic of a response."""
     code: int = topics[0].partitions[0].error_code
     return code
+
+
+def topic_dir_exists(data_dir: Path, names: Names) -> None:
+    """``check_ok`` of a request that creates ``names.topic``."""
+    assert (data_dir / f"{names.topic}-0").is_dir()
+
+
+def partition_1_exists(data_dir: Path, names: Names) -> None:
+    """``check_ok`` of a request that adds a second partition to ``names.topic``."""
+    assert (data_dir / f"{names.topic}-1").is_dir()
+
+
+def records_written(data_dir: Path, names: Names) -> None:
+    """``check_ok`` of a request that appends to ``names.topic``."""
+    assert (data_dir / f"{names.topic}-0" / "00000000000000000000.log").stat().st_size > 0

@@ -14,7 +14,6 @@ the three tables to every API the server serves.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,10 +25,15 @@ from acl_matrix import (
     cases,
     commit_offset,
     commit_request,
+    fetch_request,
     first_partition_code,
     listed,
+    partition_1_exists,
+    records_written,
     run_case,
     serve_rows,
+    set_config,
+    topic_dir_exists,
 )
 from serve_harness import ServeProcess
 
@@ -41,15 +45,6 @@ TOPIC, GROUP, TXN = 29, 30, 53
 
 def _batch() -> bytes:
     return build_batch([b"k"], [b"v"], 1_700_000_000_000)
-
-
-def _fetch(topic: str, replica_id: int = -1) -> Any:
-    partition = m.FetchRequestFetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024)
-    return m.FetchRequest(
-        replica_id=replica_id,
-        max_wait_ms=0,
-        topics=[m.FetchRequestFetchTopic(topic=topic, partitions=[partition])],
-    )
 
 
 def _offset_fetch(group: str, topic: str | None) -> Any:
@@ -68,28 +63,6 @@ def _offset_fetch_code(response: Any, names: Any) -> object:
     return group.error_code or first_partition_code(group.topics)
 
 
-def _config(resource_type: int, name: str) -> Any:
-    return m.IncrementalAlterConfigsRequestAlterConfigsResource(
-        resource_type=resource_type,
-        resource_name=name,
-        configs=[
-            m.IncrementalAlterConfigsRequestAlterableConfig(
-                name="retention.ms" if resource_type == 2 else "session.timeout.ms",
-                config_operation=0,
-                value="123456" if resource_type == 2 else "50000",
-            )
-        ],
-    )
-
-
-def _topic_dir_exists(data_dir: Path, names: Any) -> None:
-    assert (data_dir / f"{names.topic}-0").is_dir()
-
-
-def _records_written(data_dir: Path, names: Any) -> None:
-    assert (data_dir / f"{names.topic}-0" / "00000000000000000000.log").stat().st_size > 0
-
-
 ROWS = [
     Row(
         "produce",
@@ -99,14 +72,14 @@ ROWS = [
         lambda n, _: produce_request(n.topic, 0, _batch()),
         lambda r, _: r.responses[0].partition_responses[0].error_code,
         allowed=0,
-        check_ok=_records_written,
+        check_ok=records_written,
     ),
     Row(
         "fetch",
         1,
         12,
         (Need("topic", "Read", TOPIC),),
-        lambda n, _: _fetch(n.topic),
+        lambda n, _: fetch_request(n.topic),
         lambda r, _: r.responses[0].partitions[0].error_code,
         allowed=0,
     ),
@@ -158,7 +131,7 @@ ROWS = [
         ),
         lambda r, _: r.topics[0].error_code,
         topics=(),
-        check_ok=_topic_dir_exists,
+        check_ok=topic_dir_exists,
     ),
     Row(
         "offset-commit",
@@ -188,6 +161,31 @@ ROWS = [
         allowed=LISTED,
         setup=(("group", "Read"), ("topic", "Read")),
         prepare=lambda w, n: commit_offset(w, n.group, n.topic),
+    ),
+    # The single-group OffsetFetch (v1-7) and single-key FindCoordinator (v0-3) forms.
+    Row(
+        "offset-fetch-v7",
+        9,
+        7,
+        (Need("group", "Describe", GROUP), Need("topic", "Describe", TOPIC)),
+        lambda n, _: m.OffsetFetchRequest(
+            group_id=n.group,
+            topics=[
+                m.OffsetFetchRequestOffsetFetchRequestTopic(name=n.topic, partition_indexes=[0])
+            ],
+        ),
+        lambda r, _: r.error_code or first_partition_code(r.topics),
+        allowed=0,
+    ),
+    Row(
+        "find-coordinator-v3",
+        10,
+        3,
+        (Need("group", "Describe", GROUP),),
+        lambda n, _: m.FindCoordinatorRequest(key=n.group, key_type=0),
+        lambda r, _: r.error_code,
+        allowed=0,
+        topics=(),
     ),
     Row(
         "find-coordinator",
@@ -288,7 +286,7 @@ ROWS = [
         lambda r, _: r.topics[0].error_code,
         allowed=0,
         topics=(),
-        check_ok=_topic_dir_exists,
+        check_ok=topic_dir_exists,
     ),
     Row(
         "create-topics-configs",
@@ -393,7 +391,9 @@ ROWS = [
         44,
         1,
         (Need("topic", "AlterConfigs", TOPIC),),
-        lambda n, _: m.IncrementalAlterConfigsRequest(resources=[_config(2, n.topic)]),
+        lambda n, _: m.IncrementalAlterConfigsRequest(
+            resources=[set_config(2, n.topic, "retention.ms", "123456")]
+        ),
         lambda r, _: r.responses[0].error_code,
         allowed=0,
     ),
@@ -402,7 +402,9 @@ ROWS = [
         44,
         1,
         (Need("group", "AlterConfigs", GROUP),),
-        lambda n, _: m.IncrementalAlterConfigsRequest(resources=[_config(32, n.group)]),
+        lambda n, _: m.IncrementalAlterConfigsRequest(
+            resources=[set_config(32, n.group, "session.timeout.ms", "50000")]
+        ),
         lambda r, _: r.responses[0].error_code,
         topics=(),
     ),
@@ -417,7 +419,7 @@ ROWS = [
         ),
         lambda r, _: r.results[0].error_code,
         allowed=0,
-        check_ok=lambda d, n: (d / f"{n.topic}-1").is_dir() or pytest.fail("no partition 1"),
+        check_ok=partition_1_exists,
     ),
     Row(
         "delete-groups",

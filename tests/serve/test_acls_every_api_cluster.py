@@ -12,7 +12,6 @@ proving it has a server of its own. The operations and codes are those of Kafka'
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,10 +23,12 @@ from acl_matrix import (
     Row,
     cases,
     commit_offset,
+    fetch_request,
     first_partition_code,
     prepare_directory,
     run_case,
     start_server,
+    topic_dir_exists,
 )
 from serve_harness import ServeProcess
 
@@ -91,26 +92,13 @@ def _new_topic(names: Any, _: Any) -> Any:
     )
 
 
-def _topic_dir_exists(data_dir: Path, names: Any) -> None:
-    assert (data_dir / f"{names.topic}-0").is_dir()
-
-
-def _follower_fetch(names: Any, _: Any) -> Any:
-    partition = m.FetchRequestFetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1024)
-    return m.FetchRequest(
-        replica_id=1,
-        max_wait_ms=0,
-        topics=[m.FetchRequestFetchTopic(topic=names.topic, partitions=[partition])],
-    )
-
-
 ROWS = [
     Row(
         "fetch-follower",
         1,
         12,
         (Need("cluster", "ClusterAction", TOPIC),),
-        _follower_fetch,
+        lambda n, _: fetch_request(n.topic, replica_id=1),
         lambda r, _: r.responses[0].partitions[0].error_code,
     ),
     Row(
@@ -141,7 +129,7 @@ ROWS = [
         lambda r, _: r.topics[0].error_code,
         topics=(),
         setup=(("topic", "Describe"),),
-        check_ok=_topic_dir_exists,
+        check_ok=topic_dir_exists,
     ),
     Row(
         "create-topics-cluster",
@@ -152,7 +140,7 @@ ROWS = [
         lambda r, _: r.topics[0].error_code,
         allowed=0,
         topics=(),
-        check_ok=_topic_dir_exists,
+        check_ok=topic_dir_exists,
     ),
     Row(
         "idempotent-producer",

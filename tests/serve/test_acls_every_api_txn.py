@@ -13,7 +13,6 @@ InitProducerId refused) carries producer id 4242: Kafka refuses it before lookin
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +25,7 @@ from acl_matrix import (
     first_partition_code,
     init_producer,
     listed,
+    records_written,
     run_case,
     serve_rows,
 )
@@ -91,10 +91,6 @@ def _described_topics(response: Any, names: Any) -> str:
     return listed({t.topic for t in response.transaction_states[0].topics}, names.topic)
 
 
-def _records_written(data_dir: Path, names: Any) -> None:
-    assert (data_dir / f"{names.topic}-0" / "00000000000000000000.log").stat().st_size > 0
-
-
 ROWS = [
     Row(
         "produce-txn",
@@ -105,7 +101,7 @@ ROWS = [
         lambda r, _: r.responses[0].partition_responses[0].error_code,
         allowed=0,
         prepare=_prepare_txn_with_topic,
-        check_ok=_records_written,
+        check_ok=records_written,
     ),
     Row(
         "find-coordinator-txn",
