@@ -25,17 +25,17 @@ from seglog.testing.transactions import append_transactional
 
 
 class Deny:
-    """Refuses one (operation, resource type) pair, allows the rest."""
+    """Refuses the (operation, resource type) pairs given, allows the rest."""
 
-    def __init__(self, operation: Operation, resource_type: ResourceType) -> None:
-        self.refused = (operation, resource_type)
+    def __init__(self, *refused: tuple[Operation, ResourceType]) -> None:
+        self.refused = set(refused)
         self.asked: list[tuple[Operation, ResourceType, str]] = []
 
     def authorize(
         self, session: Session, operation: Operation, resource_type: ResourceType, name: str
     ) -> bool:
         self.asked.append((operation, resource_type, name))
-        return (operation, resource_type) != self.refused
+        return (operation, resource_type) not in self.refused
 
 
 def _state(manager: LogManager) -> BrokerState:
@@ -64,16 +64,21 @@ def test_acls_are_checked_where_kafka_checks_them(tmp_path: Path) -> None:
         append_transactional(log, 9, 0, 0, [(b"k", b"v")])
         state = _state(manager)
         context = RequestContext(27, 1, 1, "test", "127.0.0.1")
-        state.authorizer = Deny(Operation.CLUSTER_ACTION, ResourceType.CLUSTER)
+        # Kafka asks ALTER on the cluster first, then CLUSTER_ACTION: either allows markers.
+        state.authorizer = Deny(
+            (Operation.ALTER, ResourceType.CLUSTER),
+            (Operation.CLUSTER_ACTION, ResourceType.CLUSTER),
+        )
         answer = asyncio.run(write_txn_markers(state, context, _markers("t", commit=False)))
         code = answer.markers[0].topics[0].partitions[0].error_code
         assert code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         assert log.log_end_offset == 1  # nothing written
         assert state.authorizer.asked == [
-            (Operation.CLUSTER_ACTION, ResourceType.CLUSTER, "kafka-cluster")
+            (Operation.ALTER, ResourceType.CLUSTER, "kafka-cluster"),
+            (Operation.CLUSTER_ACTION, ResourceType.CLUSTER, "kafka-cluster"),
         ]
 
-        state.authorizer = Deny(Operation.READ, ResourceType.TOPIC)
+        state.authorizer = Deny((Operation.READ, ResourceType.TOPIC))
         request = DescribeProducersRequest(topics=[DescribeProducersRequestTopicRequest("t", [0])])
         described = asyncio.run(describe_producers(state, context, request))
         partition = described.topics[0].partitions[0]

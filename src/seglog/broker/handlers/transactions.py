@@ -14,6 +14,8 @@ the coordinator sees a request, and turns results into responses:
   coordinator's answer;
 * AddOffsetsToTxn needs READ on the group (GROUP_AUTHORIZATION_FAILED) and adds the group's
   ``__consumer_offsets`` partition to the transaction;
+* DescribeTransactions shows only the partitions of topics the principal may DESCRIBE (the
+  others are left out, not refused), as Kafka filters them;
 * ListTransactions lists only ids the principal may DESCRIBE;
 * PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH to versions 0-1 (they predate it).
 
@@ -189,6 +191,9 @@ async def describe_transactions(
         topics: dict[str, list[int]] = {}
         for tp in d.partitions:
             topics.setdefault(tp.topic, []).append(tp.partition)
+        describable = state.authorized_names(
+            context, Operation.DESCRIBE, ResourceType.TOPIC, topics
+        )
         answers.append(
             DescribeTransactionsResponseTransactionState(
                 error_code=int(d.error),
@@ -201,6 +206,7 @@ async def describe_transactions(
                 topics=[
                     DescribeTransactionsResponseTopicData(topic=topic, partitions=parts)
                     for topic, parts in topics.items()
+                    if topic in describable
                 ],
             )
         )

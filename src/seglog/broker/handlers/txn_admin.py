@@ -15,7 +15,8 @@ Kafka's error codes:
 ======================================  ===================================
 refusal                                 error code
 ======================================  ===================================
-no CLUSTER_ACTION on the cluster        CLUSTER_AUTHORIZATION_FAILED (31), every partition
+neither ALTER nor CLUSTER_ACTION on     CLUSTER_AUTHORIZATION_FAILED (31), every partition
+the cluster (Kafka asks ALTER first)
 partition not here                      UNKNOWN_TOPIC_OR_PARTITION (3)
 epoch older than the producer's         INVALID_PRODUCER_EPOCH (47)
 coordinator epoch older than the last   TRANSACTION_COORDINATOR_FENCED (52)
@@ -154,7 +155,9 @@ def _write_marker(
 async def write_txn_markers(
     state: BrokerState, context: RequestContext, request: WriteTxnMarkersRequest
 ) -> WriteTxnMarkersResponse:
-    allowed = state.authorize(context, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
+    allowed = state.authorize(
+        context, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME
+    ) or state.authorize(context, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME)
     results = []
     for marker in request.markers:
         topics = []
