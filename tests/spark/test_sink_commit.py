@@ -7,10 +7,12 @@ every staged record in the log exactly once, in task order.
 from __future__ import annotations
 
 import pickle
+import shutil
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pyarrow as pa
@@ -33,7 +35,13 @@ from seglog.spark.sink import (
     parse_sink_options,
     recover_commits,
 )
-from seglog.spark.staging import JOURNAL_FILE, default_staging_root
+from seglog.spark.staging import (
+    JOB_FILE,
+    JOURNAL_FILE,
+    ORPHAN_JOB_AGE_MS,
+    default_staging_root,
+    recover_jobs,
+)
 
 SCHEMA = StructType(
     [
@@ -170,6 +178,29 @@ def test_abort_outlasts_a_task_still_writing(tmp_path: Path) -> None:
     assert not Path(writer.job_dir).exists()
     assert not default_staging_root([data]).exists()
     assert len(refused) == 1 and isinstance(refused[0], FileNotFoundError), refused
+
+
+def test_old_jobs_without_a_journal_are_removed_by_the_next_recovery(tmp_path: Path) -> None:
+    """Jobs no commit will finish (no journal: none began), untouched for ORPHAN_JOB_AGE_MS:
+    this data directory's, and one whose ``job.json`` an interrupted removal already deleted,
+    are removed; another data directory's is not, nor is any job while it is recent."""
+    data = make_data_dir(tmp_path)
+    other = make_data_dir(tmp_path / "other")
+    mine, _ = stage(data, "a", [many_rows(0, 5)])
+    theirs, _ = stage(other, "a", [many_rows(1, 5)])
+    root = default_staging_root([data])
+    foreign = root / Path(theirs.job_dir).name
+    shutil.move(theirs.job_dir, foreign)  # another data directory's job in this staging root
+    cut_short, _ = stage(data, "a", [many_rows(2, 5)])
+    (Path(cut_short.job_dir) / JOB_FILE).unlink()
+    jobs = sorted([foreign.name, Path(mine.job_dir).name, Path(cut_short.job_dir).name])
+    with open_log_dirs([data]) as manager:
+        assert recover_jobs(manager, root, now_ms=int(time.time() * 1000)) == []
+        assert sorted(p.name for p in root.iterdir()) == jobs  # all recent: all kept
+        later = int(time.time() * 1000) + ORPHAN_JOB_AGE_MS + 60_000
+        assert recover_jobs(manager, root, now_ms=later) == []
+    assert sorted(p.name for p in root.iterdir()) == [foreign.name]
+    assert log_records(data, "a") == {0: [], 1: [], 2: []}
 
 
 def test_staging_is_beside_the_data_dir_and_never_inside(tmp_path: Path) -> None:

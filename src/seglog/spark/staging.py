@@ -512,11 +512,27 @@ def recover_jobs(
 
 
 def _is_orphan(job_dir: Path, manager: LogManager, now_ms: int) -> bool:
-    """A job of this data directory with no journal, untouched for ORPHAN_JOB_AGE_MS."""
+    """A job with no journal, untouched for ORPHAN_JOB_AGE_MS, that is this data directory's
+    or has no ``job.json`` at all.
+
+    A job without ``job.json`` is the rest of a removal cut short (:func:`remove_job` deletes
+    it among the first files, and a task still writing can keep the directory alive past the
+    retries): no commit can ever use it (a commit needs its journal, and no journal means no
+    commit began), whichever data directory it belonged to, so it goes once it is old.
+    """
+    try:
+        newest = max([job_dir.stat().st_mtime] + [p.stat().st_mtime for p in job_dir.iterdir()])
+    except OSError:
+        return False
+    if now_ms - newest * 1000 <= ORPHAN_JOB_AGE_MS:
+        return False
     try:
         job = json.loads((job_dir / JOB_FILE).read_bytes())
-        mine = same_log_dirs(job["log_dirs"], [str(r) for r in manager.broker.log_dirs])
-        newest = max([job_dir.stat().st_mtime] + [p.stat().st_mtime for p in job_dir.iterdir()])
-    except (OSError, ValueError, KeyError, TypeError):
+    except FileNotFoundError:
+        return True
+    except (OSError, ValueError):
         return False
-    return bool(mine) and now_ms - newest * 1000 > ORPHAN_JOB_AGE_MS
+    try:
+        return bool(same_log_dirs(job["log_dirs"], [str(r) for r in manager.broker.log_dirs]))
+    except (KeyError, TypeError):
+        return False
