@@ -35,9 +35,7 @@ password that does not decrypt it is named as wrong (the password itself is neve
 from __future__ import annotations
 
 import argparse
-import os
 import ssl
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +44,7 @@ from seglog.broker.security.scram import SCRAM_MECHANISMS
 from seglog.broker.security.tls import normalize_pem
 from seglog.errors import InvalidConfigError
 from seglog.format.properties import parse_properties
+from seglog.storage.private_file import private_file
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 MECHANISMS = ("PLAIN", *SCRAM_MECHANISMS)
@@ -167,12 +166,7 @@ def _ssl_context(props: dict[str, str], where: str) -> ssl.SSLContext:
         key = normalize_pem(props["ssl.keystore.key"], f"{where}: ssl.keystore.key")
         chain = props["ssl.keystore.certificate.chain"]
         chain = normalize_pem(chain, f"{where}: ssl.keystore.certificate.chain")
-        # The ssl module loads keys from files only: a private directory, removed at once.
-        with tempfile.TemporaryDirectory(prefix="seglog-cli-tls-") as private:
-            path = os.path.join(private, "keystore.pem")
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w") as handle:
-                handle.write(key + chain)
+        with private_file(key + chain, "keystore.pem") as path:  # ssl reads keys from files only
             _load_keystore(context, path, props, where)
     elif "ssl.key.password" in props:
         raise InvalidConfigError(f"{where}: ssl.key.password without a keystore")

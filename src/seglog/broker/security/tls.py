@@ -41,10 +41,8 @@ Decisions, each for a demanding user's safety or clarity:
 
 from __future__ import annotations
 
-import os
 import re
 import ssl
-import tempfile
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -52,6 +50,7 @@ from dataclasses import dataclass
 from seglog.broker.security.principal_rules import DEFAULT_RULES, PrincipalRule, parse_rules
 from seglog.broker.security.tls_alert import AlertingContext
 from seglog.errors import InvalidConfigError
+from seglog.storage.private_file import private_file
 
 CLIENT_AUTH = ("required", "requested", "none")
 PROTOCOL_VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
@@ -210,17 +209,10 @@ def server_context(settings: TlsSettings) -> ssl.SSLContext:
         _load_chain(context, settings, settings.keystore_location, "ssl.keystore.location")
     else:
         assert settings.keystore_key is not None and settings.keystore_chain is not None
-        # The ssl module loads keys from files only: a private directory, removed at once.
-        with tempfile.TemporaryDirectory(prefix="seglog-tls-") as private:
-            path = os.path.join(private, "keystore.pem")
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w") as handle:
-                handle.write(normalize_pem(settings.keystore_key, settings.key("ssl.keystore.key")))
-                handle.write(
-                    normalize_pem(
-                        settings.keystore_chain, settings.key("ssl.keystore.certificate.chain")
-                    )
-                )
+        key = normalize_pem(settings.keystore_key, settings.key("ssl.keystore.key"))
+        chain = settings.keystore_chain
+        chain = normalize_pem(chain, settings.key("ssl.keystore.certificate.chain"))
+        with private_file(key + chain, "keystore.pem") as path:  # ssl reads keys from files only
             _load_chain(context, settings, path, "ssl.keystore.key")
     context.verify_mode = _VERIFY_MODE[settings.client_auth]
     if settings.truststore_location is not None:
