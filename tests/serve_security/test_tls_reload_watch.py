@@ -148,7 +148,6 @@ def test_half_rotated_pair_is_refused_once_then_applied(
     clock.advance(100)
     assert reloading.refresh(LISTENER) == "reloaded"
     assert reloading.context is not first
-    assert (reloading.reloads, reloading.failures) == (1, 1)
     (info,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("reloaded")]
     assert info.startswith(f"reloaded TLS certificates of {LISTENER}: subject CN=localhost, ")
     assert f"serial {new_cert.serial_number:x}," in info

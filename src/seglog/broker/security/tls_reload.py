@@ -132,8 +132,8 @@ def watched_files(settings: TlsSettings) -> tuple[str, ...]:
 
 class ReloadingContext:
     """A listener's :class:`ssl.SSLContext`, rebuilt when its files change (see the module
-    docstring). :attr:`context` is the one new connections use; ``reloads`` and ``failures``
-    count the changes applied and refused (a refusal once per change)."""
+    docstring). :attr:`context` is the one new connections use; :meth:`refresh` says what a
+    check did (the server counts it in its stats)."""
 
     def __init__(
         self,
@@ -147,8 +147,6 @@ class ReloadingContext:
         # fingerprints first: a change while the first context is built is seen at the first check
         self.watch = CertificateWatch(watched_files(settings), check_ms, clock or SystemClock())
         self.context = build(settings)
-        self.reloads = 0
-        self.failures = 0
 
     def refresh(self, listener: str) -> Outcome | None:
         """Check the files if a check is due; rebuild the context if they changed. ``listener``
@@ -164,7 +162,6 @@ class ReloadingContext:
             if not self.watch.settled(fingerprints):
                 return None  # being written: try again at the next check
             self.watch.failed(fingerprints)
-            self.failures += 1
             LOG.warning(
                 "TLS certificates of %s not reloaded (%s changed), keeping those in use: %s",
                 listener,
@@ -176,7 +173,6 @@ class ReloadingContext:
             return None  # what was read may mix two versions: read again at the next check
         self.context = context
         self.watch.applied(fingerprints)
-        self.reloads += 1
         LOG.info("reloaded TLS certificates of %s: %s (%s changed)", listener, summary, changed)
         return "reloaded"
 
