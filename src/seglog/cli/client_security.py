@@ -174,17 +174,17 @@ def _ssl_context(props: dict[str, str], where: str) -> ssl.SSLContext:
 
 
 def _load_truststore(context: ssl.SSLContext, props: dict[str, str], where: str) -> None:
+    location = "ssl.truststore.location" in props
+    key = "ssl.truststore.location" if location else "ssl.truststore.certificates"
+    if key not in props:
+        return  # the system's trusted CAs
     try:
-        if "ssl.truststore.location" in props:
-            context.load_verify_locations(cafile=props["ssl.truststore.location"])
-        elif "ssl.truststore.certificates" in props:
-            key = f"{where}: ssl.truststore.certificates"
-            context.load_verify_locations(
-                cadata=normalize_pem(props["ssl.truststore.certificates"], key)
-            )
+        if location:
+            context.load_verify_locations(cafile=props[key])
+        else:
+            context.load_verify_locations(cadata=normalize_pem(props[key], f"{where}: {key}"))
     except (OSError, ssl.SSLError, ValueError) as error:
-        key = "location" if "ssl.truststore.location" in props else "certificates"
-        raise InvalidConfigError(f"{where}: ssl.truststore.{key}: {error}") from None
+        raise InvalidConfigError(f"{where}: {key}: {error}") from None
 
 
 def _load_keystore(context: ssl.SSLContext, path: str, props: dict[str, str], where: str) -> None:
