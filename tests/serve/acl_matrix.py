@@ -295,6 +295,15 @@ def fetch_request(topic: str, replica_id: int = -1) -> Any:
     )
 
 
+def epoch_request(topic: str, replica_id: int = -1) -> Any:
+    """OffsetForLeaderEpoch for partition 0 of ``topic`` (a follower's when ``replica_id`` >= 0)."""
+    partition = messages.OffsetForLeaderEpochRequestOffsetForLeaderPartition(0, -1, 0)
+    return messages.OffsetForLeaderEpochRequest(
+        replica_id=replica_id,
+        topics=[messages.OffsetForLeaderEpochRequestOffsetForLeaderTopic(topic, [partition])],
+    )
+
+
 def set_config(resource_type: int, name: str, key: str, value: str) -> Any:
     """One IncrementalAlterConfigs resource that SETs ``key`` to ``value``."""
     return messages.IncrementalAlterConfigsRequestAlterConfigsResource(

@@ -25,6 +25,7 @@ from acl_matrix import (
     cases,
     commit_offset,
     commit_request,
+    epoch_request,
     fetch_request,
     first_partition_code,
     listed,
@@ -338,14 +339,7 @@ ROWS = [
         23,
         4,
         (Need("topic", "Describe", TOPIC),),
-        lambda n, _: m.OffsetForLeaderEpochRequest(
-            replica_id=-1,
-            topics=[
-                m.OffsetForLeaderEpochRequestOffsetForLeaderTopic(
-                    n.topic, [m.OffsetForLeaderEpochRequestOffsetForLeaderPartition(0, -1, 0)]
-                )
-            ],
-        ),
+        lambda n, _: epoch_request(n.topic),
         lambda r, _: first_partition_code(r.topics),
         allowed=0,
     ),

@@ -23,6 +23,7 @@ from acl_matrix import (
     Row,
     cases,
     commit_offset,
+    epoch_request,
     fetch_request,
     first_partition_code,
     prepare_directory,
@@ -106,14 +107,7 @@ ROWS = [
         23,
         4,
         (Need("cluster", "ClusterAction", TOPIC),),
-        lambda n, _: m.OffsetForLeaderEpochRequest(
-            replica_id=1,
-            topics=[
-                m.OffsetForLeaderEpochRequestOffsetForLeaderTopic(
-                    n.topic, [m.OffsetForLeaderEpochRequestOffsetForLeaderPartition(0, -1, 0)]
-                )
-            ],
-        ),
+        lambda n, _: epoch_request(n.topic, replica_id=1),
         lambda r, _: first_partition_code(r.topics),
         allowed=0,
     ),
